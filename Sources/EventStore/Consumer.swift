@@ -1,0 +1,100 @@
+import Foundation
+import Logging
+import Postgres
+
+/// A read model fed from the event store.
+///
+/// `handle` runs inside the transaction that advances the consumer's
+/// checkpoint, on the connection given: write the read model there and it
+/// commits with the checkpoint, or neither does.
+public protocol EventConsumer: Sendable {
+    /// Unique name; the checkpoint's key.
+    var name: String { get }
+    /// Applies a batch of events, in commit order.
+    func handle(_ events: [RecordedEvent], on connection: Connection) async throws
+    /// Empties the read model (for a rebuild), in the rebuild's transaction.
+    func reset(on connection: Connection) async throws
+}
+
+extension EventStore {
+    /// The checkpoint a consumer has reached (`.start` when it has none).
+    public func checkpoint(of consumer: String) async throws -> Checkpoint {
+        try await pool.withConnection { try await checkpoint(of: consumer, on: $0, lock: false) }
+    }
+
+    func checkpoint(of consumer: String, on connection: Connection, lock: Bool) async throws -> Checkpoint {
+        if lock {
+            try await connection.query("INSERT INTO consumer_checkpoints (name) VALUES (\(consumer)) ON CONFLICT DO NOTHING")
+        }
+        let rows = try await connection.query("""
+            SELECT transaction_id::text, position FROM consumer_checkpoints WHERE name = \(consumer)
+            \(unsafeRaw: lock ? "FOR UPDATE" : "")
+            """)
+        guard let row = rows.first else { return .start }
+        return Checkpoint(transactionID: UInt64(try row.decode(String.self, at: 0)) ?? 0, position: try row.decode(Int64.self, at: 1))
+    }
+
+    func saveCheckpoint(_ checkpoint: Checkpoint, of consumer: String, on connection: Connection) async throws {
+        try await connection.query("""
+            UPDATE consumer_checkpoints
+            SET transaction_id = \(String(checkpoint.transactionID))::xid8, position = \(checkpoint.position), updated_at = now()
+            WHERE name = \(consumer)
+            """)
+    }
+
+    /// Applies at most one batch for `consumer`: locks its checkpoint row,
+    /// reads what follows, lets it handle the events and moves the checkpoint,
+    /// all in one transaction. The row lock makes two runners take turns, so
+    /// no event is applied twice even if two instances race. Returns how many
+    /// events were handled.
+    public func processBatch(_ consumer: some EventConsumer, limit: Int, on connection: Connection) async throws -> Int {
+        try await connection.withTransaction { connection in
+            let from = try await checkpoint(of: consumer.name, on: connection, lock: true)
+            let events = try await readCommitted(after: from, limit: limit, on: connection)
+            guard let last = events.last else { return 0 }
+            try await consumer.handle(events, on: connection)
+            try await saveCheckpoint(last.checkpoint, of: consumer.name, on: connection)
+            return events.count
+        }
+    }
+
+    /// How many committed events the consumer has yet to handle.
+    public func lag(of consumer: String) async throws -> Int64 {
+        try await pool.withConnection { connection in
+            let from = try await checkpoint(of: consumer, on: connection, lock: false)
+            let rows = try await connection.query("""
+                SELECT count(*) FROM events
+                WHERE (transaction_id, position) > (\(String(from.transactionID))::xid8, \(from.position))
+                """)
+            return try rows.first?.decode(Int64.self, at: 0) ?? 0
+        }
+    }
+
+    /// Empties the consumer's read model and replays every event into it, in
+    /// one transaction and in batches of `batchSize`, so memory stays bounded
+    /// whatever the log's length. Readers keep seeing the old read model until
+    /// the rebuild commits; the live runner waits on the checkpoint row
+    /// meanwhile, then goes on from where the rebuild stopped.
+    @discardableResult
+    public func rebuild(_ consumer: some EventConsumer, batchSize: Int = 1000,
+                        progress: @Sendable (Int) -> Void = { _ in }) async throws -> Int {
+        try await pool.withConnection { connection in
+            try await connection.withTransaction { connection in
+                _ = try await checkpoint(of: consumer.name, on: connection, lock: true)
+                try await consumer.reset(on: connection)
+                var position = Checkpoint.start
+                var total = 0
+                while true {
+                    let events = try await readCommitted(after: position, limit: batchSize, on: connection)
+                    guard let last = events.last else { break }
+                    try await consumer.handle(events, on: connection)
+                    position = last.checkpoint
+                    total += events.count
+                    progress(total)
+                }
+                try await saveCheckpoint(position, of: consumer.name, on: connection)
+                return total
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+import Logging
+import Metrics
+import Postgres
+
+/// Append-only streams of events in PostgreSQL.
+///
+/// Appends are checked against expected versions, idempotent by key, and atomic
+/// across streams; consumers read in commit order (see `readCommitted`).
+public struct EventStore: Sendable {
+    public let pool: ConnectionPool
+    let logger: Logger
+    /// Channel notified by every append's transaction at commit.
+    public static let notificationChannel = "subledger_events"
+
+    public init(pool: ConnectionPool, logger: Logger = Logger(label: "subledger.event-store")) {
+        self.pool = pool
+        self.logger = logger
+    }
+
+    // MARK: Append
+
+    /// Appends events to one stream.
+    public func append(to streamID: String, expected: ExpectedVersion = .any, events: [NewEvent]) async throws -> StreamAppendResult {
+        try await append([StreamAppend(streamID: streamID, expected: expected, events: events)])[0]
+    }
+
+    /// Appends to several streams in one transaction and one round trip: every
+    /// stream's expected version holds and everything is stored, or nothing is.
+    /// Also the batch path for imports.
+    public func append(_ appends: [StreamAppend]) async throws -> [StreamAppendResult] {
+        try await pool.withConnection { connection in
+            try await append(appends, on: connection)
+        }
+    }
+
+    /// Appends within the caller's transaction (or as its own statement), so
+    /// read-model rows written beside it commit or roll back with the events.
+    public func append(_ appends: [StreamAppend], on connection: Connection) async throws -> [StreamAppendResult] {
+        guard !appends.isEmpty else { return [] }
+        let batch = PostgresJSON(text: Self.batchDocument(appends))
+        let rows: PostgresRows
+        do {
+            rows = try await connection.query("SELECT * FROM append_events(\(batch)::jsonb)")
+        } catch let error as PostgresError where error.sqlState == SQLState("SL409") {
+            let streamID = error.hint ?? ""
+            let expected = appends.first { $0.streamID == streamID }?.expected ?? .any
+            Self.conflicts.increment()
+            throw WrongExpectedVersion(streamID: streamID, expected: expected, actual: Int64(error.detail ?? "") ?? -1)
+        }
+        var results = appends.map { StreamAppendResult(streamID: $0.streamID, outcomes: []) }
+        for row in rows {
+            let streamIndex = try row.decode(Int.self, at: 0)
+            let outcome = AppendOutcome(
+                position: try row.decode(Int64.self, at: 2),
+                streamVersion: try row.decode(Int64.self, at: 3),
+                isDuplicate: try row.decode(Bool.self, at: 4),
+                storedStreamID: try row.decode(String.self, at: 5))
+            results[streamIndex].outcomes.append(outcome)
+            if outcome.isDuplicate { Self.duplicates.increment() } else { Self.appended.increment() }
+        }
+        return results
+    }
+
+    static let appended = Counter(label: "subledger_events_appended_total")
+    static let duplicates = Counter(label: "subledger_events_duplicate_total")
+    static let conflicts = Counter(label: "subledger_append_conflicts_total")
+
+    /// The JSON document `append_events` takes. Event data is spliced in as
+    /// the JSON it already is.
+    static func batchDocument(_ appends: [StreamAppend]) -> String {
+        var out = "["
+        for (streamIndex, append) in appends.enumerated() {
+            if streamIndex > 0 { out += "," }
+            out += "{\"stream\":" + JSONText.string(append.streamID)
+            out += ",\"expected\":" + (append.expected.number.map { String($0) } ?? "null")
+            out += ",\"events\":["
+            for (eventIndex, event) in append.events.enumerated() {
+                if eventIndex > 0 { out += "," }
+                out += "{\"id\":\"" + event.id.uuidString.lowercased() + "\""
+                out += ",\"type\":" + JSONText.string(event.type)
+                out += ",\"schemaVersion\":" + String(event.schemaVersion)
+                out += ",\"data\":" + String(decoding: event.data, as: UTF8.self)
+                out += ",\"metadata\":" + JSONText.metadata(event.metadata)
+                out += ",\"key\":" + (event.idempotencyKey.map(JSONText.string) ?? "null")
+                out += "}"
+            }
+            out += "]}"
+        }
+        return out + "]"
+    }
+
+    // MARK: Read
+
+    static let columns = """
+        position, stream_id, stream_version, event_id, type, schema_version, data, metadata,
+        idempotency_key, transaction_id, recorded_at
+        """
+
+    /// A stream's events after `version` (0: from the start), in version order.
+    public func readStream(_ streamID: String, after version: Int64 = 0) async throws -> [RecordedEvent] {
+        try await pool.withConnection { try await readStream(streamID, after: version, on: $0) }
+    }
+
+    public func readStream(_ streamID: String, after version: Int64 = 0, on connection: Connection) async throws -> [RecordedEvent] {
+        let rows = try await connection.query("""
+            SELECT \(unsafeRaw: Self.columns) FROM events
+            WHERE stream_id = \(streamID) AND stream_version > \(version)
+            ORDER BY stream_version
+            """)
+        return try rows.map(Self.decode)
+    }
+
+    /// A stream's current version (0 when it does not exist).
+    public func streamVersion(_ streamID: String) async throws -> Int64 {
+        let rows = try await pool.query("SELECT version FROM streams WHERE stream_id = \(streamID)")
+        return try rows.first?.decode(Int64.self, at: 0) ?? 0
+    }
+
+    /// Events committed after `checkpoint`, in commit-safe order, at most `limit`.
+    ///
+    /// Positions come from a sequence, taken when a row is inserted, so a
+    /// transaction can hold position 10 uncommitted while one holding 11
+    /// commits: a reader at "position > 9" would see 11, move past 10, and never
+    /// see it. So we order by the writing transaction's id, then position, and
+    /// only read transactions older than the oldest one still running
+    /// (`pg_snapshot_xmin`): every transaction below that line has committed or
+    /// rolled back, so nothing can appear behind the reader later. A slow
+    /// transaction delays consumers; it never makes them skip. A rolled-back
+    /// one leaves no rows and stops holding the line once it ends.
+    public func readCommitted(after checkpoint: Checkpoint, limit: Int, on connection: Connection) async throws -> [RecordedEvent] {
+        let rows = try await connection.query("""
+            SELECT \(unsafeRaw: Self.columns) FROM events
+            WHERE (transaction_id, position) > (\(String(checkpoint.transactionID))::xid8, \(checkpoint.position))
+              AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+            ORDER BY transaction_id, position
+            LIMIT \(limit)
+            """)
+        return try rows.map(Self.decode)
+    }
+
+    public func readCommitted(after checkpoint: Checkpoint, limit: Int) async throws -> [RecordedEvent] {
+        try await pool.withConnection { try await readCommitted(after: checkpoint, limit: limit, on: $0) }
+    }
+
+    /// The event stored under an idempotency key, if any.
+    public func event(withIdempotencyKey key: String) async throws -> RecordedEvent? {
+        let rows = try await pool.query("SELECT \(unsafeRaw: Self.columns) FROM events WHERE idempotency_key = \(key)")
+        return try rows.first.map(Self.decode)
+    }
+
+    /// The highest position stored (0 when empty).
+    public func headPosition() async throws -> Int64 {
+        let rows = try await pool.query("SELECT coalesce(max(position), 0) FROM events")
+        return try rows.first?.decode(Int64.self, at: 0) ?? 0
+    }
+
+    static func decode(_ row: PostgresRow) throws -> RecordedEvent {
+        let metadataText = try row.decode(String.self, at: 7)
+        let metadata = (try? JSONDecoder().decode(EventMetadata.self, from: Data(metadataText.utf8))) ?? EventMetadata()
+        return RecordedEvent(
+            position: try row.decode(Int64.self, at: 0),
+            streamID: try row.decode(String.self, at: 1),
+            streamVersion: try row.decode(Int64.self, at: 2),
+            eventID: try row.decode(UUID.self, at: 3),
+            type: try row.decode(String.self, at: 4),
+            schemaVersion: try row.decode(Int.self, at: 5),
+            data: Data(try row.decode(String.self, at: 6).utf8),
+            metadata: metadata,
+            idempotencyKey: try row.decode(String?.self, at: 8),
+            transactionID: UInt64(try row.decode(String.self, at: 9)) ?? 0,
+            recordedAt: try row.decode(Date.self, at: 10))
+    }
+}
+
+/// Minimal JSON text building for the append document.
+enum JSONText {
+    static func string(_ value: String) -> String {
+        var out = "\""
+        out.reserveCapacity(value.utf8.count + 2)
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    static func metadata(_ metadata: EventMetadata) -> String {
+        var fields = [String]()
+        if let source = metadata.source { fields.append("\"source\":" + string(source)) }
+        if let causation = metadata.causationID { fields.append("\"causationID\":" + string(causation)) }
+        if let correlation = metadata.correlationID { fields.append("\"correlationID\":" + string(correlation)) }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+
+/// The rules applied to a ledger at one instant; `SubscriberState`, coverage,
+/// reminders and explanations are all read from it.
+struct Evaluation {
+    struct Transaction {
+        var fact: TransactionFact
+        var position: Int64
+        var type: ProductType
+        var group: String
+        var duration: ISODuration?
+        /// Set when a refund took effect at or before the instant.
+        var refund: SubscriberLedger.Dated<RefundFact>?
+        var revokedAt: Date? { refund?.date }
+    }
+
+    struct Period: Equatable {
+        var group: String
+        var productID: String
+        var transactionID: String
+        var originalTransactionID: String
+        var start: Date
+        var end: Date
+        var position: Int64
+    }
+
+    struct AutoRenewable {
+        var latest: Transaction
+        var group: String
+        var status: SubscriptionStatus
+        /// The store's end, cut short by a reported expiry.
+        var end: Date
+        var graceEnd: Date?
+        var autoRenew: Bool
+        var expiredByStore: Dated?
+        var positions: [Int64]
+    }
+
+    struct Dated { var date: Date; var position: Int64 }
+
+    struct NonRenewingGroup {
+        var group: String
+        var periods: [Period]
+        var refunded: [Transaction]
+        var covering: Period?
+        /// End of the contiguous run of periods covering the instant.
+        var coveredUntil: Date?
+    }
+
+    /// One way an entitlement was given, active or not at the instant.
+    struct Grant {
+        var entitlement: String
+        var productID: String
+        var source: String
+        var active: Bool
+        /// nil: never ends.
+        var end: Date?
+        var reason: String
+        var positions: [Int64]
+    }
+
+    let at: Date
+    var transactions: [Transaction] = []
+    var autoRenewables: [AutoRenewable] = []
+    var nonRenewingGroups: [NonRenewingGroup] = []
+    var grants: [Grant] = []
+
+    init(ledger: SubscriberLedger, catalog: Catalog, at: Date) {
+        self.at = at
+        for record in ledger.transactions.values where record.visibleFrom <= at {
+            let fact = record.fact
+            guard ledger.owns(fact.originalTransactionId, at: at) else { continue }
+            let product = catalog.product(id: fact.productId)
+            guard let type = fact.productType ?? product?.type else { continue }
+            let refund = ledger.refunds[fact.transactionId].flatMap { $0.date <= at ? $0 : nil }
+            transactions.append(Transaction(
+                fact: fact, position: record.position, type: type,
+                group: fact.group ?? product?.group ?? fact.productId,
+                duration: fact.duration ?? product?.duration, refund: refund))
+        }
+        transactions.sort { ($0.fact.purchaseDate, $0.position, $0.fact.transactionId) < ($1.fact.purchaseDate, $1.position, $1.fact.transactionId) }
+        evaluateAutoRenewables(ledger: ledger)
+        evaluateNonRenewing()
+        evaluateGrants(catalog: catalog)
+    }
+
+    private mutating func evaluateAutoRenewables(ledger: SubscriberLedger) {
+        let byOriginal = Dictionary(grouping: transactions.filter { $0.type == .autoRenewable }) { $0.fact.originalTransactionId }
+        for (original, chain) in byOriginal {
+            let latest = chain.last!  // transactions are sorted by purchase date
+            var positions = chain.map(\.position)
+            var end = latest.fact.expiresDate ?? latest.fact.purchaseDate
+            var expiredByStore: Dated?
+            for expiry in ledger.storeExpiries[original] ?? [] where expiry.date <= at && expiry.date >= latest.fact.purchaseDate {
+                positions.append(expiry.position)
+                if expiry.date < end || expiredByStore == nil {
+                    end = min(end, expiry.date)
+                    expiredByStore = Dated(date: expiry.date, position: expiry.position)
+                }
+            }
+            var graceEnd: Date?
+            if expiredByStore == nil {
+                for issue in ledger.billingIssues[original] ?? []
+                where issue.date <= at && issue.date >= latest.fact.purchaseDate {
+                    positions.append(issue.position)
+                    if let grace = issue.value.gracePeriodExpiresDate { graceEnd = max(graceEnd ?? grace, grace) }
+                }
+            }
+            var signals = (ledger.autoRenewChanges[original] ?? []).filter { $0.date <= at }
+            signals += chain.compactMap { transaction in
+                transaction.fact.autoRenew.map { SubscriberLedger.Dated(date: transaction.fact.purchaseDate, position: transaction.position, value: $0) }
+            }
+            let autoRenewSignal = signals.max { ($0.date, $0.position) < ($1.date, $1.position) }
+            if let signal = autoRenewSignal { positions.append(signal.position) }
+            let status: SubscriptionStatus
+            if let refund = latest.refund {
+                status = .revoked
+                positions.append(refund.position)
+            } else if at < end {
+                status = .active
+            } else if let graceEnd, at < graceEnd {
+                status = .grace
+            } else {
+                status = .expired
+            }
+            autoRenewables.append(AutoRenewable(
+                latest: latest, group: latest.group, status: status, end: end, graceEnd: graceEnd,
+                autoRenew: autoRenewSignal?.value ?? true, expiredByStore: expiredByStore,
+                positions: Array(Set(positions)).sorted()))
+        }
+        autoRenewables.sort { ($0.group, $0.latest.fact.originalTransactionId) < ($1.group, $1.latest.fact.originalTransactionId) }
+    }
+
+    /// Periods stack in purchase order: start = max(purchase date, previous
+    /// end); refunded purchases have no period.
+    private mutating func evaluateNonRenewing() {
+        let byGroup = Dictionary(grouping: transactions.filter { $0.type == .nonRenewing }, by: \.group)
+        for group in byGroup.keys.sorted() {
+            var periods: [Period] = []
+            var refunded: [Transaction] = []
+            for transaction in byGroup[group]! {
+                guard transaction.refund == nil else {
+                    refunded.append(transaction)
+                    continue
+                }
+                guard let duration = transaction.duration else { continue }
+                let start = max(transaction.fact.purchaseDate, periods.last?.end ?? transaction.fact.purchaseDate)
+                periods.append(Period(group: group, productID: transaction.fact.productId,
+                                      transactionID: transaction.fact.transactionId,
+                                      originalTransactionID: transaction.fact.originalTransactionId,
+                                      start: start, end: duration.added(to: start), position: transaction.position))
+            }
+            var covering: Period?
+            var coveredUntil: Date?
+            if let index = periods.firstIndex(where: { $0.start <= at && at < $0.end }) {
+                covering = periods[index]
+                var end = periods[index].end
+                for period in periods[(index + 1)...] where period.start == end { end = period.end }
+                coveredUntil = end
+            }
+            nonRenewingGroups.append(NonRenewingGroup(group: group, periods: periods, refunded: refunded,
+                                                      covering: covering, coveredUntil: coveredUntil))
+        }
+    }
+
+    private mutating func evaluateGrants(catalog: Catalog) {
+        func entitlements(_ productID: String) -> [String] {
+            catalog.product(id: productID)?.entitlements ?? []
+        }
+        for transaction in transactions where transaction.type == .nonConsumable || transaction.type == .free {
+            let fact = transaction.fact
+            for entitlement in entitlements(fact.productId) {
+                if let refund = transaction.refund {
+                    grants.append(Grant(entitlement: entitlement, productID: fact.productId, source: fact.transactionId,
+                                        active: false, end: refund.date,
+                                        reason: "\(transaction.type.rawValue) \(fact.productId) (transaction \(fact.transactionId)) was refunded at \(RFC3339.format(refund.date))",
+                                        positions: [transaction.position, refund.position]))
+                } else {
+                    grants.append(Grant(entitlement: entitlement, productID: fact.productId, source: fact.transactionId,
+                                        active: true, end: nil,
+                                        reason: "\(transaction.type.rawValue) \(fact.productId) was purchased at \(RFC3339.format(fact.purchaseDate)) (transaction \(fact.transactionId)) and never expires",
+                                        positions: [transaction.position]))
+                }
+            }
+        }
+        for subscription in autoRenewables {
+            let fact = subscription.latest.fact
+            let original = "original transaction \(fact.originalTransactionId), latest transaction \(fact.transactionId)"
+            let grant: (Bool, Date?, String)
+            switch subscription.status {
+            case .active:
+                grant = (true, subscription.end, "auto-renewable \(fact.productId) (\(original)) is paid until \(RFC3339.format(subscription.end))"
+                         + (subscription.autoRenew ? " and renews" : "; auto-renew is off, so access ends then"))
+            case .grace:
+                grant = (true, subscription.graceEnd, "auto-renewable \(fact.productId) (\(original)) expired at \(RFC3339.format(subscription.end)) but is in its billing grace period until \(RFC3339.format(subscription.graceEnd!))")
+            case .expired:
+                var why = "auto-renewable \(fact.productId) (\(original)) expired at \(RFC3339.format(subscription.end))"
+                if subscription.expiredByStore != nil { why += " as the App Store reported" }
+                if let graceEnd = subscription.graceEnd { why += "; its grace period ended at \(RFC3339.format(graceEnd))" }
+                grant = (false, subscription.graceEnd.map { max($0, subscription.end) } ?? subscription.end, why)
+            case .revoked:
+                let revokedAt = subscription.latest.revokedAt!
+                grant = (false, revokedAt, "auto-renewable \(fact.productId) (\(original)) was refunded; access ended at \(RFC3339.format(revokedAt))")
+            }
+            for entitlement in entitlements(fact.productId) {
+                grants.append(Grant(entitlement: entitlement, productID: fact.productId, source: fact.transactionId,
+                                    active: grant.0, end: grant.1, reason: grant.2, positions: subscription.positions))
+            }
+        }
+        for group in nonRenewingGroups {
+            let positions = (group.periods.map(\.position) + group.refunded.flatMap { [$0.position, $0.refund!.position] }).sorted()
+            let refundNote = group.refunded.isEmpty ? "" :
+                "; refunded and without a period: " + group.refunded.map { "transaction \($0.fact.transactionId) at \(RFC3339.format($0.refund!.date))" }.joined(separator: ", ")
+            if let covering = group.covering, let until = group.coveredUntil {
+                let why = "non-renewing \(covering.productID) (transaction \(covering.transactionID)) covers \(RFC3339.format(covering.start)) to \(RFC3339.format(covering.end)); group '\(group.group)' is covered until \(RFC3339.format(until)) by \(group.periods.count) stacked period(s)" + refundNote
+                for entitlement in entitlements(covering.productID) {
+                    grants.append(Grant(entitlement: entitlement, productID: covering.productID, source: covering.transactionID,
+                                        active: true, end: until, reason: why, positions: positions))
+                }
+            } else if let last = group.periods.last {
+                let why = "non-renewing group '\(group.group)' coverage ended at \(RFC3339.format(last.end)) (last period: \(last.productID), transaction \(last.transactionID))" + refundNote
+                for entitlement in entitlements(last.productID) {
+                    grants.append(Grant(entitlement: entitlement, productID: last.productID, source: last.transactionID,
+                                        active: false, end: last.end, reason: why, positions: positions))
+                }
+            } else if let refunded = group.refunded.last {
+                let why = "non-renewing group '\(group.group)' has no period left" + refundNote
+                for entitlement in entitlements(refunded.fact.productId) {
+                    grants.append(Grant(entitlement: entitlement, productID: refunded.fact.productId, source: refunded.fact.transactionId,
+                                        active: false, end: refunded.revokedAt, reason: why, positions: positions))
+                }
+            }
+        }
+    }
+
+    /// The grant that speaks for each entitlement: an active one that never
+    /// ends, else the active one lasting longest, else the latest to end.
+    var entitlementGrants: [(id: String, chosen: Grant, all: [Grant])] {
+        let byEntitlement = Dictionary(grouping: grants, by: \.entitlement)
+        return byEntitlement.keys.sorted().map { id in
+            let all = byEntitlement[id]!.sorted { ($0.productID, $0.source) < ($1.productID, $1.source) }
+            func rank(_ grant: Grant) -> (Int, Date) {
+                (grant.active ? 1 : 0, grant.end ?? .distantFuture)
+            }
+            let chosen = all.max { rank($0) < rank($1) }!
+            return (id, chosen, all)
+        }
+    }
+}

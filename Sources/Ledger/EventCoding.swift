@@ -1,0 +1,88 @@
+import Foundation
+
+/// JSON coders for the ledger's persisted and served values: camelCase keys,
+/// RFC 3339 UTC dates, sorted keys so equal values encode to equal bytes.
+public enum LedgerJSON {
+    public static func makeEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(RFC3339.format(date))
+        }
+        return encoder
+    }
+
+    public static func makeDecoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = RFC3339.parse(text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(text)\" is not an RFC 3339 date-time")
+            }
+            return date
+        }
+        return decoder
+    }
+}
+
+/// A stored event whose data does not decode as its known type says.
+public struct LedgerEventDecodingError: Error, Sendable, CustomStringConvertible {
+    public let type: String
+    public let schemaVersion: Int
+    public let detail: String
+
+    public var description: String { "cannot decode \(type) v\(schemaVersion) event: \(detail)" }
+}
+
+extension LedgerEvent {
+    /// The event's data as a JSON object (the payload; type and version are
+    /// stored beside it).
+    public func encodedData() throws -> Data {
+        let encoder = LedgerJSON.makeEncoder()
+        switch self {
+        case .purchased(let fact), .renewed(let fact), .restored(let fact): return try encoder.encode(fact)
+        case .refunded(let refund): return try encoder.encode(refund)
+        case .expired(let expiry): return try encoder.encode(expiry)
+        case .autoRenewChanged(let change): return try encoder.encode(change)
+        case .billingIssue(let issue): return try encoder.encode(issue)
+        case .transferredOut(let transfer), .transferredIn(let transfer): return try encoder.encode(transfer)
+        case .deviceSeen(let device): return try encoder.encode(device)
+        case .reminderSent(let delivery), .reminderFailed(let delivery): return try encoder.encode(delivery)
+        case .unknown(_, _, let data): return data
+        }
+    }
+
+    /// Decodes a stored event. Unknown types, and versions newer than this
+    /// build knows, become `.unknown` (kept, shown, ignored by the fold);
+    /// a known type whose data does not decode throws.
+    public static func decode(type: String, schemaVersion: Int, data: Data) throws -> LedgerEvent {
+        guard schemaVersion <= currentSchemaVersion else {
+            return .unknown(type: type, schemaVersion: schemaVersion, data: data)
+        }
+        let decoder = LedgerJSON.makeDecoder()
+        func payload<T: Decodable>(_: T.Type) throws -> T {
+            do {
+                return try decoder.decode(T.self, from: data)
+            } catch {
+                throw LedgerEventDecodingError(type: type, schemaVersion: schemaVersion, detail: "\(error)")
+            }
+        }
+        switch type {
+        case "purchased": return .purchased(try payload(TransactionFact.self))
+        case "renewed": return .renewed(try payload(TransactionFact.self))
+        case "restored": return .restored(try payload(TransactionFact.self))
+        case "refunded": return .refunded(try payload(RefundFact.self))
+        case "expired": return .expired(try payload(ExpiryFact.self))
+        case "auto_renew_changed": return .autoRenewChanged(try payload(AutoRenewChange.self))
+        case "billing_issue": return .billingIssue(try payload(BillingIssue.self))
+        case "transferred_out": return .transferredOut(try payload(TransferFact.self))
+        case "transferred_in": return .transferredIn(try payload(TransferFact.self))
+        case "device_seen": return .deviceSeen(try payload(DeviceSeen.self))
+        case "reminder_sent": return .reminderSent(try payload(ReminderDelivery.self))
+        case "reminder_failed": return .reminderFailed(try payload(ReminderDelivery.self))
+        default: return .unknown(type: type, schemaVersion: schemaVersion, data: data)
+        }
+    }
+}

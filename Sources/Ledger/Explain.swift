@@ -1,0 +1,47 @@
+import Foundation
+
+/// Why each entitlement a subscriber has or had is or is not active at an
+/// instant, in words and with the facts behind it.
+public struct Explanation: Sendable, Equatable, Encodable {
+    public struct Entitlement: Sendable, Equatable, Encodable {
+        public var id: String
+        public var active: Bool
+        /// One sentence per way the entitlement was given, the deciding one first.
+        public var reasons: [String]
+        /// Stream positions of the events behind it, ascending.
+        public var positions: [Int64]
+        /// Transactions behind it, sorted.
+        public var transactionIds: [String]
+    }
+
+    public var subscriberId: String
+    public var at: String
+    public var entitlements: [Entitlement]
+    /// Catalog entitlements the subscriber never had.
+    public var neverGranted: [String]
+}
+
+/// Explains `history` at `at`.
+public func explain(subscriberID: String, history: [RecordedLedgerEvent], catalog: Catalog, at: Date) -> Explanation {
+    let ledger = SubscriberLedger(subscriberID: subscriberID, events: history)
+    let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: at)
+    let entitlements = evaluation.entitlementGrants.map { id, chosen, all in
+        let others = all.filter { $0.source != chosen.source || $0.productID != chosen.productID }
+        let verdict = chosen.active ? "Active: " : "Not active: "
+        return Explanation.Entitlement(
+            id: id, active: chosen.active,
+            reasons: [verdict + chosen.reason] + others.map { "Also: " + $0.reason },
+            positions: Array(Set(all.flatMap(\.positions))).sorted(),
+            transactionIds: Array(Set(all.map(\.source))).sorted())
+    }
+    let granted = Set(entitlements.map(\.id))
+    return Explanation(subscriberId: subscriberID, at: RFC3339.format(at), entitlements: entitlements,
+                       neverGranted: catalog.entitlementIDs.filter { !granted.contains($0) })
+}
+
+/// The events of `history` about a transaction: those naming it as
+/// `transactionId` or as `originalTransactionId` (the whole chain,
+/// refunds, expiries, transfers), in stream order.
+public func facts(ofTransaction id: String, in history: [RecordedLedgerEvent]) -> [RecordedLedgerEvent] {
+    history.filter { $0.event.transactionID == id || $0.event.originalTransactionID == id }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+/// Reads typed fields out of a JSON object, throwing a `LedgerError` that
+/// names the field (with `prefix`, e.g. `transactions[2].`). `null` counts as
+/// absent; unknown keys are ignored so clients can send more than we read.
+struct FieldReader {
+    let fields: [String: JSONValue]
+    let prefix: String
+
+    static func object(from data: Data) throws(LedgerError) -> [String: JSONValue] {
+        switch JSONValue.parse(data) {
+        case .failure(let failure): throw .invalidJSON(failure.detail)
+        case .success(.object(let fields)): return fields
+        case .success(let other):
+            throw LedgerError(kind: .badRequest, code: "invalid_json",
+                              message: "The body must be a JSON object, got \(other.kindDescription).")
+        }
+    }
+
+    func name(_ key: String) -> String { prefix + key }
+
+    private func value(_ key: String) -> JSONValue? {
+        switch fields[key] {
+        case nil, .null?: nil
+        case let value?: value
+        }
+    }
+
+    func string(_ key: String, maxLength: Int = 256) throws(LedgerError) -> String? {
+        guard let value = value(key) else { return nil }
+        guard case .string(let text) = value, !text.isEmpty, text.count <= maxLength else {
+            throw .invalidField(name(key), expected: "a non-empty string of at most \(maxLength) characters",
+                                got: value.kindDescription == "a string" ? "an empty or too long string" : value.kindDescription)
+        }
+        return text
+    }
+
+    func requiredString(_ key: String, for purpose: String) throws(LedgerError) -> String {
+        guard let text = try string(key) else { throw .missingField(name(key), purpose) }
+        return text
+    }
+
+    func date(_ key: String) throws(LedgerError) -> Date? {
+        guard let value = value(key) else { return nil }
+        guard case .string(let text) = value else {
+            throw .invalidField(name(key), expected: "an RFC 3339 date-time string such as \"2024-01-31T12:00:00Z\"",
+                                got: value.kindDescription)
+        }
+        guard let date = RFC3339.parse(text) else {
+            throw .invalidField(name(key), expected: "an RFC 3339 date-time such as \"2024-01-31T12:00:00Z\"",
+                                got: "\"\(text.prefix(64))\"")
+        }
+        return date
+    }
+
+    func requiredDate(_ key: String, for purpose: String) throws(LedgerError) -> Date {
+        guard let date = try date(key) else { throw .missingField(name(key), purpose) }
+        return date
+    }
+
+    func bool(_ key: String) throws(LedgerError) -> Bool? {
+        guard let value = value(key) else { return nil }
+        guard case .bool(let flag) = value else {
+            throw .invalidField(name(key), expected: "true or false", got: value.kindDescription)
+        }
+        return flag
+    }
+
+    func positiveInteger(_ key: String, max: Int) throws(LedgerError) -> Int? {
+        guard let value = value(key) else { return nil }
+        guard case .number(let number) = value, number.rounded() == number, number >= 1, number <= Double(max) else {
+            throw .invalidField(name(key), expected: "an integer from 1 to \(max)", got: value.kindDescription)
+        }
+        return Int(number)
+    }
+
+    func environment(_ key: String) throws(LedgerError) -> Environment? {
+        guard let value = value(key) else { return nil }
+        guard case .string(let text) = value, let environment = Environment(rawValue: text) else {
+            throw .invalidField(name(key), expected: "\"Production\" or \"Sandbox\"",
+                                got: { if case .string(let text) = value { return "\"\(text.prefix(64))\"" } else { return value.kindDescription } }())
+        }
+        return environment
+    }
+
+    func array(_ key: String) throws(LedgerError) -> [JSONValue]? {
+        guard let value = value(key) else { return nil }
+        guard case .array(let items) = value else {
+            throw .invalidField(name(key), expected: "an array", got: value.kindDescription)
+        }
+        return items
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+
+/// RFC 3339 date-times as the API and the stored events use them.
+///
+/// Parsing accepts fractional seconds and numeric offsets; formatting always
+/// writes UTC with `Z`, with milliseconds only when they are not zero. Times
+/// are kept to the millisecond, so `parse(format(date)) == date` for any date
+/// that came from `parse`.
+public enum RFC3339 {
+    /// Parses `2024-01-31T12:00:00Z`, `2024-01-31T12:00:00.250+02:00`, ...
+    public static func parse(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        var index = 0
+
+        func digits(_ count: Int) -> Int? {
+            guard index + count <= bytes.count else { return nil }
+            var value = 0
+            for byte in bytes[index..<index + count] {
+                guard byte >= 48, byte <= 57 else { return nil }
+                value = value * 10 + Int(byte - 48)
+            }
+            index += count
+            return value
+        }
+        func expect(_ characters: String) -> Bool {
+            guard index < bytes.count, characters.utf8.contains(bytes[index]) else { return false }
+            index += 1
+            return true
+        }
+
+        guard let year = digits(4), expect("-"), let month = digits(2), expect("-"),
+              let day = digits(2), expect("Tt "), let hour = digits(2), expect(":"),
+              let minute = digits(2), expect(":"), let second = digits(2)
+        else { return nil }
+        guard (1...12).contains(month), day >= 1, day <= CivilDate.daysInMonth(year: year, month: month),
+              hour <= 23, minute <= 59, second <= 59
+        else { return nil }
+
+        var milliseconds = 0
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale = 100
+            var fractionDigits = 0
+            var roundUp = false
+            while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
+                let digit = Int(bytes[index] - 48)
+                if fractionDigits < 3 {
+                    milliseconds += digit * scale
+                    scale /= 10
+                } else if fractionDigits == 3 {
+                    roundUp = digit >= 5
+                }
+                fractionDigits += 1
+                index += 1
+            }
+            guard fractionDigits > 0 else { return nil }
+            if roundUp { milliseconds += 1 }
+        }
+
+        var offsetSeconds = 0
+        if expect("Zz") {
+            // UTC
+        } else if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+            let sign = bytes[index] == UInt8(ascii: "-") ? -1 : 1
+            index += 1
+            guard let offsetHours = digits(2), expect(":"), let offsetMinutes = digits(2),
+                  offsetHours <= 23, offsetMinutes <= 59
+            else { return nil }
+            offsetSeconds = sign * (offsetHours * 3600 + offsetMinutes * 60)
+        } else {
+            return nil
+        }
+        guard index == bytes.count else { return nil }
+
+        let days = CivilDate.daysFromCivil(year: year, month: month, day: day)
+        let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
+        return date(milliseconds: seconds * 1000 + Int64(milliseconds))
+    }
+
+    /// Formats as UTC: `2024-01-31T12:00:00Z` or `2024-01-31T12:00:00.250Z`.
+    public static func format(_ date: Date) -> String {
+        let totalMilliseconds = milliseconds(of: date)
+        let (seconds, millisecond) = floorDivision(totalMilliseconds, 1000)
+        let (days, secondOfDay) = floorDivision(seconds, 86_400)
+        let civil = CivilDate.civilFromDays(Int(days))
+        let hour = Int(secondOfDay / 3600), minute = Int(secondOfDay % 3600 / 60), second = Int(secondOfDay % 60)
+        var text = pad(civil.year, 4) + "-" + pad(civil.month, 2) + "-" + pad(civil.day, 2)
+        text += "T" + pad(hour, 2) + ":" + pad(minute, 2) + ":" + pad(second, 2)
+        if millisecond != 0 { text += "." + pad(Int(millisecond), 3) }
+        return text + "Z"
+    }
+
+    static func milliseconds(of date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+
+    static func date(milliseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+
+    private static func pad(_ value: Int, _ width: Int) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+}
+
+func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+    var quotient = value / divisor
+    var remainder = value % divisor
+    if remainder < 0 {
+        quotient -= 1
+        remainder += divisor
+    }
+    return (quotient, remainder)
+}
+
+/// Proleptic Gregorian calendar arithmetic on day numbers (days since 1970-01-01).
+enum CivilDate {
+    static func isLeapYear(_ year: Int) -> Bool {
+        (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+    }
+
+    static func daysInMonth(year: Int, month: Int) -> Int {
+        switch month {
+        case 2: isLeapYear(year) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    // Howard Hinnant's days_from_civil / civil_from_days.
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+
+/// The facts of one subscriber, accumulated from their events in stream
+/// order. Cheap to keep live (`apply` each appended event) and to evaluate
+/// at any instant (`state(at:catalog:)`): folding everything at once and
+/// applying events one by one give the same ledger.
+///
+/// Applying an event whose idempotency key was already applied changes
+/// nothing, so a replayed fact can never count twice.
+public struct SubscriberLedger: Sendable, Equatable {
+    struct TransactionRecord: Sendable, Equatable {
+        var fact: TransactionFact
+        var position: Int64
+        /// Purchase date, or the transfer date for a transferred-in transaction.
+        var visibleFrom: Date
+    }
+
+    struct Dated<Value: Sendable & Equatable>: Sendable, Equatable {
+        var date: Date
+        var position: Int64
+        var value: Value
+    }
+
+    public let subscriberID: String
+    /// The position of the last event applied (0 before any).
+    public private(set) var lastPosition: Int64 = 0
+    /// Idempotency keys of every event applied.
+    public private(set) var keys: Set<String> = []
+    var transactions: [String: TransactionRecord] = [:]
+    var refunds: [String: Dated<RefundFact>] = [:]
+    /// Per original transaction: transfers in (`true`) and out (`false`).
+    var ownership: [String: [Dated<Bool>]] = [:]
+    var autoRenewChanges: [String: [Dated<Bool>]] = [:]
+    var billingIssues: [String: [Dated<BillingIssue>]] = [:]
+    var storeExpiries: [String: [Dated<ExpiryFact>]] = [:]
+    var devices: [String: Dated<String>] = [:]
+    var remindersSent: [String: Dated<ReminderDelivery>] = [:]
+
+    public init(subscriberID: String) {
+        self.subscriberID = subscriberID
+    }
+
+    /// Folds a whole history; events are applied in position order whatever
+    /// order they come in.
+    public init(subscriberID: String, events: [RecordedLedgerEvent]) {
+        self.init(subscriberID: subscriberID)
+        let inOrder = zip(events.indices, events).allSatisfy { $0 == 0 || events[$0 - 1].position < $1.position }
+        for event in inOrder ? events : events.sorted(by: { $0.position < $1.position }) { apply(event) }
+    }
+
+    /// Adds one event; events must come in position order.
+    public mutating func apply(_ recorded: RecordedLedgerEvent) {
+        lastPosition = max(lastPosition, recorded.position)
+        let event = recorded.event
+        if let key = event.idempotencyKey {
+            guard keys.insert(key).inserted else { return }
+        }
+        let position = recorded.position
+        switch event {
+        case .purchased(let fact), .renewed(let fact):
+            if let deviceID = fact.deviceId { seeDevice(deviceID, at: fact.purchaseDate, position: position) }
+            record(fact, position: position, visibleFrom: fact.purchaseDate)
+        case .restored(let fact):
+            // The restoring device arrives as its own `device_seen`, dated when it was seen.
+            record(fact, position: position, visibleFrom: fact.purchaseDate)
+        case .transferredIn(let transfer):
+            ownership[transfer.originalTransactionId, default: []].append(Dated(date: transfer.date, position: position, value: true))
+            if let fact = transfer.transaction {
+                record(fact, position: position, visibleFrom: max(fact.purchaseDate, transfer.date))
+            }
+        case .transferredOut(let transfer):
+            ownership[transfer.originalTransactionId, default: []].append(Dated(date: transfer.date, position: position, value: false))
+        case .refunded(let refund):
+            if let existing = refunds[refund.transactionId], existing.date <= refund.revocationDate { break }
+            refunds[refund.transactionId] = Dated(date: refund.revocationDate, position: position, value: refund)
+        case .expired(let expiry):
+            if let original = expiry.originalTransactionId {
+                storeExpiries[original, default: []].append(Dated(date: expiry.expiresDate, position: position, value: expiry))
+            }
+        case .autoRenewChanged(let change):
+            autoRenewChanges[change.originalTransactionId, default: []]
+                .append(Dated(date: change.effectiveDate, position: position, value: change.autoRenew))
+        case .billingIssue(let issue):
+            billingIssues[issue.originalTransactionId, default: []]
+                .append(Dated(date: issue.effectiveDate, position: position, value: issue))
+        case .deviceSeen(let device):
+            seeDevice(device.deviceId, at: device.date, position: position)
+        case .reminderSent(let delivery):
+            remindersSent[delivery.reminderId] = Dated(date: delivery.date, position: position, value: delivery)
+        case .reminderFailed, .unknown:
+            break
+        }
+    }
+
+    private mutating func record(_ fact: TransactionFact, position: Int64, visibleFrom: Date) {
+        if transactions[fact.transactionId] == nil {
+            transactions[fact.transactionId] = TransactionRecord(fact: fact, position: position, visibleFrom: visibleFrom)
+        }
+    }
+
+    private mutating func seeDevice(_ deviceID: String, at date: Date, position: Int64) {
+        if let seen = devices[deviceID], seen.date <= date { return }
+        devices[deviceID] = Dated(date: date, position: position, value: deviceID)
+    }
+
+    /// Whether the subscriber holds `originalTransactionID` at `at` (not
+    /// transferred out since it last came in).
+    func owns(_ originalTransactionID: String, at: Date) -> Bool {
+        latest(ownership[originalTransactionID] ?? [], at: at)?.value ?? true
+    }
+
+    /// Whether any fact of this original transaction was ever recorded here.
+    public func knows(originalTransactionID: String) -> Bool {
+        ownership[originalTransactionID] != nil
+            || transactions.values.contains { $0.fact.originalTransactionId == originalTransactionID }
+    }
+
+    /// Whether the subscriber currently holds the original transaction: known
+    /// here and its last transfer, if any, was into this subscriber.
+    public func holds(originalTransactionID: String) -> Bool {
+        guard knows(originalTransactionID: originalTransactionID) else { return false }
+        return (ownership[originalTransactionID]?.max { ($0.position) < ($1.position) }?.value) ?? true
+    }
+
+    /// Whether `transactionID` was recorded here (purchase, renewal, restore, transfer).
+    public func knows(transactionID: String) -> Bool {
+        transactions[transactionID] != nil
+    }
+
+    /// Whether the device was ever seen for this subscriber.
+    public func knows(deviceID: String) -> Bool {
+        devices[deviceID] != nil
+    }
+
+    func latest<Value>(_ items: [Dated<Value>], at: Date) -> Dated<Value>? {
+        items.filter { $0.date <= at }.max { ($0.date, $0.position) < ($1.date, $1.position) }
+    }
+}

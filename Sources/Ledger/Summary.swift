@@ -1,0 +1,55 @@
+import Foundation
+
+/// A readable line for an event in a subscriber's history, e.g.
+/// "Purchased com.example.pass.30d (transaction 1001) on device ABC".
+public func summary(of event: LedgerEvent) -> String {
+    func on(_ fact: TransactionFact) -> String {
+        var text = " \(fact.productId) (transaction \(fact.transactionId)"
+        if fact.originalTransactionId != fact.transactionId { text += ", original \(fact.originalTransactionId)" }
+        text += ")"
+        if fact.quantity > 1 { text += " ×\(fact.quantity)" }
+        if let expires = fact.expiresDate { text += ", expires \(RFC3339.format(expires))" }
+        if let device = fact.deviceId { text += " on device \(device)" }
+        if fact.environment == .sandbox { text += " [Sandbox]" }
+        return text
+    }
+    switch event {
+    case .purchased(let fact):
+        return "Purchased" + on(fact)
+    case .renewed(let fact):
+        return "Renewed" + on(fact)
+    case .restored(let fact):
+        return "Restored" + on(fact)
+    case .refunded(let refund):
+        return "Refunded \(refund.productId) (transaction \(refund.transactionId)), access ended \(RFC3339.format(refund.revocationDate))"
+            + (refund.reason.map { ": \($0)" } ?? "")
+    case .expired(let expiry):
+        if let original = expiry.originalTransactionId {
+            return "Expired \(expiry.productId ?? expiry.group) (original transaction \(original)) at \(RFC3339.format(expiry.expiresDate))"
+        }
+        return "Coverage of group \(expiry.group) ended at \(RFC3339.format(expiry.expiresDate))"
+    case .autoRenewChanged(let change):
+        return "Auto-renew turned \(change.autoRenew ? "on" : "off") for \(change.productId ?? "original transaction") (original transaction \(change.originalTransactionId))"
+    case .billingIssue(let issue):
+        let grace = issue.gracePeriodExpiresDate.map { ", grace period until \(RFC3339.format($0))" } ?? ", no grace period"
+        return "Billing issue for original transaction \(issue.originalTransactionId)" + grace
+    case .transferredOut(let transfer):
+        return "Transferred original transaction \(transfer.originalTransactionId) to subscriber \(transfer.toSubscriberId)"
+    case .transferredIn(let transfer):
+        let product = transfer.transaction.map { " (\($0.productId))" } ?? ""
+        return "Received original transaction \(transfer.originalTransactionId)\(product) from subscriber \(transfer.fromSubscriberId)"
+    case .deviceSeen(let device):
+        return "Device \(device.deviceId) added"
+    case .reminderSent(let delivery):
+        return "Sent \(delivery.type == .expiryPrompt ? "expiry prompt" : "renewal reminder (\(delivery.lead) before)") for group \(delivery.group), coverage ends \(RFC3339.format(delivery.expiresAt))"
+    case .reminderFailed(let delivery):
+        return "Reminder \(delivery.reminderId) attempt \(delivery.attempt) failed" + (delivery.error.map { ": \($0)" } ?? "")
+    case .unknown(let type, let version, _):
+        return "Event \(type) (schema version \(version), not known to this version)"
+    }
+}
+
+extension LedgerEvent {
+    /// `summary(of: self)`.
+    public var summary: String { Ledger.summary(of: self) }
+}

@@ -1,0 +1,104 @@
+/// An error from the PostgreSQL layer.
+///
+/// `description` is deliberately generic (it may end up in logs or HTTP answers);
+/// `debugDescription` carries the server's message, detail and the query text.
+public struct PostgresError: Error, Sendable {
+    /// What kind of failure this is; extensible without breaking callers.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The server answered the statement with an error; see `sqlState`.
+        public static let server = Code("server")
+        /// A connection could not be established.
+        public static let connectionFailed = Code("connectionFailed")
+        /// An established connection broke (server restart, network, termination).
+        public static let connectionLost = Code("connectionLost")
+        /// No connection could be leased before the pool's lease timeout.
+        public static let poolTimeout = Code("poolTimeout")
+        /// The pool was shut down.
+        public static let poolClosed = Code("poolClosed")
+        /// A value could not be decoded into the requested Swift type.
+        public static let decoding = Code("decoding")
+        /// The statement was cancelled (task cancellation).
+        public static let cancelled = Code("cancelled")
+        /// The connection is in a state that does not allow the operation.
+        public static let invalidState = Code("invalidState")
+    }
+
+    public var code: Code
+    /// The five-character SQLSTATE the server reported, when there is one.
+    public var sqlState: SQLState?
+    public var message: String
+    public var detail: String?
+    public var hint: String?
+    /// The statement text (never its bound values).
+    public var query: String?
+
+    public init(
+        code: Code, sqlState: SQLState? = nil, message: String,
+        detail: String? = nil, hint: String? = nil, query: String? = nil
+    ) {
+        self.code = code
+        self.sqlState = sqlState
+        self.message = message
+        self.detail = detail
+        self.hint = hint
+        self.query = query
+    }
+
+    /// True when the connection this error came from can no longer be used.
+    public var isConnectionBroken: Bool {
+        code == .connectionLost || code == .connectionFailed
+            || sqlState?.isConnectionTermination == true
+    }
+}
+
+extension PostgresError: CustomStringConvertible, CustomDebugStringConvertible {
+    public var description: String {
+        if let sqlState { return "PostgresError(code: \(code), sqlState: \(sqlState.rawValue))" }
+        return "PostgresError(code: \(code))"
+    }
+
+    public var debugDescription: String {
+        var parts = ["code: \(code)"]
+        if let sqlState { parts.append("sqlState: \(sqlState.rawValue)") }
+        parts.append("message: \(message)")
+        if let detail { parts.append("detail: \(detail)") }
+        if let hint { parts.append("hint: \(hint)") }
+        if let query { parts.append("query: \(query)") }
+        return "PostgresError(\(parts.joined(separator: ", ")))"
+    }
+}
+
+/// A SQLSTATE code, with names for the ones callers act on.
+public struct SQLState: RawRepresentable, Hashable, Sendable {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    public static let uniqueViolation = SQLState("23505")
+    public static let foreignKeyViolation = SQLState("23503")
+    public static let checkViolation = SQLState("23514")
+    public static let serializationFailure = SQLState("40001")
+    public static let deadlockDetected = SQLState("40P01")
+    public static let lockNotAvailable = SQLState("55P03")
+    public static let queryCanceled = SQLState("57014")
+    public static let adminShutdown = SQLState("57P01")
+    public static let crashShutdown = SQLState("57P02")
+    public static let cannotConnectNow = SQLState("57P03")
+    public static let undefinedTable = SQLState("42P01")
+    public static let invalidTextRepresentation = SQLState("22P02")
+
+    /// Class 08 (connection exception) and the shutdown codes of class 57.
+    public var isConnectionTermination: Bool {
+        rawValue.hasPrefix("08") || self == .adminShutdown || self == .crashShutdown
+            || self == .cannotConnectNow
+    }
+
+    /// Errors worth retrying the whole transaction for.
+    public var isTransient: Bool {
+        self == .serializationFailure || self == .deadlockDetected
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+/// A statement and its bind values. Every interpolated value becomes a `$n`
+/// parameter; raw SQL must be spelled `unsafeRaw:` so it stands out in review.
+///
+///     let rows = try await connection.query("select * from events where stream_id = \(stream)")
+public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation {
+    public var sql: String
+    /// Parameters in text format; `nil` is SQL NULL.
+    public var binds: [String?]
+
+    public init(unsafeSQL sql: String, binds: [String?] = []) {
+        self.sql = sql
+        self.binds = binds
+    }
+
+    public init(stringLiteral value: String) {
+        self.sql = value
+        self.binds = []
+    }
+
+    public init(stringInterpolation: StringInterpolation) {
+        self.sql = stringInterpolation.sql
+        self.binds = stringInterpolation.binds
+    }
+
+    public struct StringInterpolation: StringInterpolationProtocol {
+        var sql = ""
+        var binds: [String?] = []
+
+        public init(literalCapacity: Int, interpolationCount: Int) {
+            sql.reserveCapacity(literalCapacity + interpolationCount * 3)
+            binds.reserveCapacity(interpolationCount)
+        }
+
+        public mutating func appendLiteral(_ literal: String) { sql += literal }
+
+        public mutating func appendInterpolation(_ value: some PostgresEncodable) {
+            binds.append(value.postgresText)
+            sql += "$\(binds.count)"
+        }
+
+        public mutating func appendInterpolation(_ value: (some PostgresEncodable)?) {
+            binds.append(value?.postgresText)
+            sql += "$\(binds.count)"
+        }
+
+        /// Splices SQL text in verbatim. Only for identifiers and fragments the
+        /// program itself chose, never for input.
+        public mutating func appendInterpolation(unsafeRaw fragment: String) { sql += fragment }
+    }
+}
