@@ -15,6 +15,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
     ],
     targets: [
         .systemLibrary(
@@ -40,6 +42,14 @@ let package = Package(
             ]
         ),
         .target(name: "Ledger"),
+        .target(
+            name: "AppStore",
+            dependencies: [
+                "Ledger",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
         .target(
             name: "Server",
             dependencies: [
@@ -68,6 +78,14 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["Ledger"]),
+        .testTarget(
+            name: "AppStoreTests",
+            dependencies: [
+                "AppStore", "Ledger",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
         .testTarget(
             name: "ServerTests",
             dependencies: [

@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Server
+
+/// The configuration every subcommand reads: environment variables, each
+/// overridable by the flag of the same meaning.
+struct ConfigurationOptions: ParsableArguments {
+    @Option(name: .customLong("database-url"), help: "PostgreSQL URL (DATABASE_URL); absent: an embedded cluster.")
+    var databaseURL: String?
+    @Option(name: .customLong("data-dir"), help: "Folder of the embedded cluster (SUBLEDGER_DATA_DIR, default ./.subledger).")
+    var dataDirectory: String?
+    @Option(help: "Address to listen on (HOST, default 127.0.0.1).")
+    var host: String?
+    @Option(help: "Port to listen on (PORT, default 8080).")
+    var port: Int?
+    @Option(name: .customLong("api-keys"), help: "role:key,... (SUBLEDGER_API_KEYS).")
+    var apiKeys: String?
+    @Option(help: "Product catalog JSON file (SUBLEDGER_PRODUCTS).")
+    var products: String?
+    @Option(name: .customLong("restore-policy"), help: "transfer or keep-original (SUBLEDGER_RESTORE_POLICY).")
+    var restorePolicy: String?
+    @Option(name: .customLong("webhook-url"), help: "Where reminders are POSTed (SUBLEDGER_WEBHOOK_URL).")
+    var webhookURL: String?
+    @Option(name: .customLong("webhook-secret"), help: "HMAC secret of the reminder webhook (SUBLEDGER_WEBHOOK_SECRET).")
+    var webhookSecret: String?
+    @Option(name: .customLong("appstore-root-certs"), help: "Apple root certificates, comma-separated DER or PEM files (SUBLEDGER_APPSTORE_ROOT_CERTS).")
+    var appStoreRootCertificates: String?
+    @Option(name: .customLong("appstore-bundle-id"), help: "The app's bundle id (SUBLEDGER_APPSTORE_BUNDLE_ID).")
+    var appStoreBundleID: String?
+    @Option(name: .customLong("appstore-verify-url"), help: "Receipt validation URL (SUBLEDGER_APPSTORE_VERIFY_URL).")
+    var appStoreVerifyURL: String?
+    @Option(name: .customLong("appstore-sandbox-url"), help: "Sandbox receipt validation URL (SUBLEDGER_APPSTORE_SANDBOX_URL).")
+    var appStoreSandboxURL: String?
+    @Option(name: .customLong("appstore-shared-secret"), help: "App-specific shared secret (SUBLEDGER_APPSTORE_SHARED_SECRET).")
+    var appStoreSharedSecret: String?
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (LOG_LEVEL).")
+    var logLevel: String?
+
+    /// The environment with the flags laid over it.
+    func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerConfiguration {
+        var merged = environment
+        let flags: [(String, String?)] = [
+            ("DATABASE_URL", databaseURL), ("SUBLEDGER_DATA_DIR", dataDirectory), ("HOST", host),
+            ("PORT", port.map(String.init)), ("SUBLEDGER_API_KEYS", apiKeys), ("SUBLEDGER_PRODUCTS", products),
+            ("SUBLEDGER_RESTORE_POLICY", restorePolicy), ("SUBLEDGER_WEBHOOK_URL", webhookURL),
+            ("SUBLEDGER_WEBHOOK_SECRET", webhookSecret), ("SUBLEDGER_APPSTORE_ROOT_CERTS", appStoreRootCertificates),
+            ("SUBLEDGER_APPSTORE_BUNDLE_ID", appStoreBundleID), ("SUBLEDGER_APPSTORE_VERIFY_URL", appStoreVerifyURL),
+            ("SUBLEDGER_APPSTORE_SANDBOX_URL", appStoreSandboxURL),
+            ("SUBLEDGER_APPSTORE_SHARED_SECRET", appStoreSharedSecret), ("LOG_LEVEL", logLevel),
+        ]
+        for case let (name, value?) in flags { merged[name] = value }
+        do {
+            return try ServerConfiguration(environment: merged)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+}
+
+/// Logging to standard error at the configured level, bootstrapped once.
+enum LoggingSetup {
+    nonisolated(unsafe) private static var done = false
+
+    static func logger(_ configuration: ServerConfiguration, label: String = "subledger") -> Logger {
+        if !done {
+            done = true
+            let level = configuration.logLevel
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        }
+        return Logger(label: label)
+    }
+}
