@@ -115,6 +115,13 @@ public struct AppendOutcome: Sendable, Equatable {
     public var isDuplicate: Bool
     /// The stream holding the stored event (another one for a cross-stream duplicate).
     public var storedStreamID: String
+
+    public init(position: Int64, streamVersion: Int64, isDuplicate: Bool, storedStreamID: String) {
+        self.position = position
+        self.streamVersion = streamVersion
+        self.isDuplicate = isDuplicate
+        self.storedStreamID = storedStreamID
+    }
 }
 
 /// The outcomes of one stream's events, in the order they were given.
@@ -122,7 +129,7 @@ public struct StreamAppendResult: Sendable, Equatable {
     public var streamID: String
     public var outcomes: [AppendOutcome]
 
-    /// The stream's version after the append (as far as this append saw it).
+    /// True when every event was already stored.
     public var isAllDuplicates: Bool { !outcomes.isEmpty && outcomes.allSatisfy(\.isDuplicate) }
 }
 

@@ -1,0 +1,153 @@
+import EventStore
+import Foundation
+import Postgres
+import Testing
+
+@Suite("Append")
+struct AppendTests {
+    @Test func appendsAssignVersionsAndCheckTheExpectedOne() async throws {
+        let (store, _) = try await makeStore()
+        let first = try await store.append(to: "s", expected: .noStream, events: [event(value: 1), event(value: 2)])
+        #expect(first.outcomes.map(\.streamVersion) == [1, 2])
+        #expect(first.outcomes.allSatisfy { !$0.isDuplicate })
+        let error = await #expect(throws: WrongExpectedVersion.self) {
+            try await store.append(to: "s", expected: .exact(1), events: [event()])
+        }
+        #expect(error?.actual == 2)
+        #expect(error?.streamID == "s")
+        await #expect(throws: WrongExpectedVersion.self) { try await store.append(to: "s", expected: .noStream, events: [event()]) }
+        let third = try await store.append(to: "s", expected: .exact(2), events: [event(value: 3)])
+        #expect(third.outcomes.map(\.streamVersion) == [3])
+        #expect(try await store.readStream("s").map(\.streamVersion) == [1, 2, 3])
+        #expect(try await store.readStream("s", after: 2).count == 1)
+    }
+
+    @Test func aLosingWriterBurnsNoPosition() async throws {
+        let (store, _) = try await makeStore()
+        let first = try await store.append(to: "s", events: [event()])
+        for _ in 0..<5 {
+            _ = try? await store.append(to: "s", expected: .exact(0), events: [event(), event()])
+        }
+        let next = try await store.append(to: "s", expected: .exact(1), events: [event()])
+        #expect(next.outcomes[0].position == first.outcomes[0].position + 1)
+    }
+
+    @Test func multiStreamAppendIsAllOrNothing() async throws {
+        let (store, _) = try await makeStore()
+        _ = try await store.append(to: "b", events: [event()])
+        await #expect(throws: WrongExpectedVersion.self) {
+            try await store.append([
+                StreamAppend(streamID: "a", expected: .noStream, events: [event(value: 1)]),
+                StreamAppend(streamID: "b", expected: .noStream, events: [event(value: 2)]),
+            ])
+        }
+        #expect(try await store.readStream("a").isEmpty)
+        #expect(try await store.streamVersion("b") == 1)
+        let results = try await store.append([
+            StreamAppend(streamID: "a", expected: .noStream, events: [event(value: 1)]),
+            StreamAppend(streamID: "b", expected: .exact(1), events: [event(value: 2)]),
+        ])
+        #expect(results.map(\.streamID) == ["a", "b"])
+        #expect(results.map { $0.outcomes.map(\.streamVersion) } == [[1], [2]])
+    }
+
+    @Test func aRepeatedKeyIsADuplicateEvenWithAStaleExpectedVersion() async throws {
+        let (store, _) = try await makeStore()
+        let first = try await store.append(to: "s", expected: .noStream, events: [event(key: "fact-1")])
+        // The same request again: its expected version is stale now, but it is a retry, not a conflict.
+        let again = try await store.append(to: "s", expected: .noStream, events: [event(key: "fact-1")])
+        #expect(again.outcomes == [AppendOutcome(position: first.outcomes[0].position, streamVersion: 1, isDuplicate: true, storedStreamID: "s")])
+        #expect(try await store.streamVersion("s") == 1)
+        // Mixed: the known one is a duplicate, the new one is appended.
+        let mixed = try await store.append(to: "s", expected: .exact(1), events: [event(key: "fact-1"), event(key: "fact-2")])
+        #expect(mixed.outcomes.map(\.isDuplicate) == [true, false])
+        #expect(mixed.outcomes[1].streamVersion == 2)
+        // Keys are global: sent to another stream, it is still the stored one.
+        let elsewhere = try await store.append(to: "t", events: [event(key: "fact-2")])
+        #expect(elsewhere.outcomes[0].storedStreamID == "s")
+        #expect(elsewhere.outcomes[0].isDuplicate)
+        #expect(try await store.readStream("t").isEmpty)
+    }
+
+    /// 16 writers race on one stream with exact expected versions: one winner
+    /// per version, typed conflicts for the others, and no gaps.
+    @Test func concurrentWritersGetOneWinnerPerVersion() async throws {
+        let (store, _) = try await makeStore()
+        // Round one: all expect an empty stream; exactly one may win.
+        let outcomes = await withTaskGroup(of: Result<StreamAppendResult, Error>.self) { group in
+            for writer in 0..<16 {
+                group.addTask {
+                    do {
+                        return .success(try await store.append(to: "race", expected: .noStream, events: [event(value: writer)]))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            return await group.reduce(into: [Result<StreamAppendResult, Error>]()) { $0.append($1) }
+        }
+        let winners = outcomes.filter { (try? $0.get()) != nil }
+        let conflicts = outcomes.compactMap { result -> WrongExpectedVersion? in
+            if case .failure(let error) = result { return error as? WrongExpectedVersion }
+            return nil
+        }
+        #expect(winners.count == 1)
+        #expect(conflicts.count == 15)
+        #expect(conflicts.allSatisfy { $0.actual == 1 })
+
+        // Round two: each writer appends 10 times, re-reading the version after a conflict.
+        let conflictCount = Counter()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<16 {
+                group.addTask {
+                    var written = 0
+                    while written < 10 {
+                        let version = try await store.streamVersion("race")
+                        do {
+                            _ = try await store.append(to: "race", expected: .exact(version), events: [event(value: writer)])
+                            written += 1
+                        } catch is WrongExpectedVersion {
+                            await conflictCount.add()
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let versions = try await store.readStream("race").map(\.streamVersion)
+        #expect(versions == Array(1...161))
+        #expect(await conflictCount.value > 0)
+    }
+
+    @Test func concurrentCopiesOfOneKeyStoreOneEvent() async throws {
+        let (store, _) = try await makeStore()
+        let results = try await withThrowingTaskGroup(of: StreamAppendResult.self) { group in
+            for copy in 0..<20 {
+                // Half to one stream, half spread over others: the unique key decides either way.
+                let stream = copy % 2 == 0 ? "same" : "other-\(copy)"
+                group.addTask { try await store.append(to: stream, events: [event(value: copy, key: "the-fact")]) }
+            }
+            return try await group.reduce(into: [StreamAppendResult]()) { $0.append($1) }
+        }
+        let positions = Set(results.map { $0.outcomes[0].position })
+        #expect(positions.count == 1)
+        #expect(results.filter { !$0.outcomes[0].isDuplicate }.count == 1)
+        let stored = try await store.pool.query("SELECT count(*) FROM events WHERE idempotency_key = \("the-fact")")
+        #expect(try stored.first?.decode(Int.self, at: 0) == 1)
+        let total = try await store.pool.query("SELECT count(*) FROM events")
+        #expect(try total.first?.decode(Int.self, at: 0) == 1)
+    }
+
+    @Test func badDataIsRefusedAndStoresNothing() async throws {
+        let (store, _) = try await makeStore()
+        await #expect(throws: PostgresError.self) {
+            try await store.append(to: "s", events: [NewEvent(type: "x", data: Data("not json".utf8))])
+        }
+        #expect(try await store.headPosition() == 0)
+    }
+}
+
+actor Counter {
+    var value = 0
+    func add() { value += 1 }
+}

@@ -1,0 +1,140 @@
+import EventStore
+import Foundation
+import Postgres
+import Testing
+
+@Suite("Consumers")
+struct ConsumerTests {
+    /// A takes its transaction id first, B appends and commits: the consumer
+    /// must wait for A rather than pass it, then see both once A commits.
+    @Test func aConsumerNeverPassesAnOlderTransactionStillRunning() async throws {
+        let (store, conninfo) = try await makeStore()
+        try await CountingConsumer.createTables(on: store.pool)
+        let consumer = CountingConsumer()
+        let slow = try await Connection.connect(to: conninfo)
+        defer { slow.close() }
+
+        try await slow.query("BEGIN")
+        try await slow.query("SELECT pg_current_xact_id()")
+        let fast = try await store.append(to: "b", events: [event(value: 2)])
+        #expect(try await drain(store, consumer) == 0, "the consumer went past a transaction that may still commit")
+
+        // A appends after B (so A's position is higher) and commits.
+        let late = try await store.append([StreamAppend(streamID: "a", events: [event(value: 1)])], on: slow)
+        #expect(late[0].outcomes[0].position > fast.outcomes[0].position)
+        try await slow.query("COMMIT")
+
+        try await waitUntilVisible(store, 2)
+        #expect(try await drain(store, consumer) == 2)
+        let applied = try await store.pool.query("SELECT position FROM applied ORDER BY position").map { try $0.decode(Int64.self, at: 0) }
+        #expect(applied == [fast.outcomes[0].position, late[0].outcomes[0].position])
+    }
+
+    @Test func aRolledBackAppendLeavesNoHoleThatStallsAnyone() async throws {
+        let (store, conninfo) = try await makeStore()
+        try await CountingConsumer.createTables(on: store.pool)
+        let consumer = CountingConsumer()
+        let aborted = try await Connection.connect(to: conninfo)
+        defer { aborted.close() }
+        try await aborted.query("BEGIN")
+        _ = try await store.append([StreamAppend(streamID: "gone", events: [event(value: 100)])], on: aborted)
+        try await aborted.query("ROLLBACK")
+        _ = try await store.append(to: "kept", events: [event(value: 1)])
+        try await waitUntilVisible(store, 1)
+        #expect(try await drain(store, consumer) == 1)
+        #expect(try await snapshot(store.pool) == ["kept:1:1"])
+    }
+
+    /// The handler writes its read model, then throws before the checkpoint
+    /// moves: nothing of the batch stays, and the retry applies it once.
+    @Test func aFailingHandlerLeavesNeitherAHalfWriteNorADoubleApplication() async throws {
+        let (store, _) = try await makeStore()
+        try await CountingConsumer.createTables(on: store.pool)
+        for index in 0..<30 { _ = try await store.append(to: "s\(index % 3)", events: [event(value: index)]) }
+        try await waitUntilVisible(store, 30)
+        let failing = CountingConsumer(failures: FailureBudget(1))
+        await #expect(throws: InjectedFailure.self) {
+            try await store.pool.withConnection { try await store.processBatch(failing, limit: 10, on: $0) }
+        }
+        #expect(try await snapshot(store.pool).isEmpty)
+        #expect(try await store.checkpoint(of: failing.name) == .start)
+        #expect(try await drain(store, failing, batch: 7) == 30)
+        let duplicates = try await store.pool.query("SELECT count(*) - count(DISTINCT position) FROM applied")
+        #expect(try duplicates.first?.decode(Int.self, at: 0) == 0)
+        #expect(try await snapshot(store.pool) == ["s0:10:135", "s1:10:145", "s2:10:155"])
+        #expect(try await store.lag(of: failing.name) == 0)
+    }
+
+    /// A few thousand random events over many streams, some appended
+    /// concurrently: the rebuilt read model equals the live one.
+    @Test func rebuildEqualsLive() async throws {
+        let (store, _) = try await makeStore()
+        try await CountingConsumer.createTables(on: store.pool)
+        let consumer = CountingConsumer()
+        var generator = SeededGenerator(state: 20261122)
+        var batches = [[StreamAppend]]()
+        for _ in 0..<200 {
+            let streams = Int.random(in: 1...3, using: &generator)
+            batches.append((0..<streams).map { _ in
+                StreamAppend(streamID: "stream-\(Int.random(in: 0..<150, using: &generator))",
+                             events: (0..<Int.random(in: 1...12, using: &generator)).map { _ in
+                                 event(value: Int.random(in: -1000...1000, using: &generator))
+                             })
+            })
+        }
+        let total = batches.reduce(0) { $0 + $1.reduce(0) { $0 + $1.events.count } }
+        #expect(total > 2000)
+        // Appends in four concurrent lanes while the live consumer keeps up.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<4 {
+                let mine = batches.enumerated().filter { $0.offset % 4 == lane }.map(\.element)
+                group.addTask { for batch in mine { _ = try await store.append(batch) } }
+            }
+            group.addTask { for _ in 0..<20 { try await drain(store, consumer, batch: 50) } }
+            try await group.waitForAll()
+        }
+        try await waitUntilVisible(store, total)
+        try await drain(store, consumer)
+        let live = try await snapshot(store.pool)
+        let liveCheckpoint = try await store.checkpoint(of: consumer.name)
+        #expect(live.reduce(0) { $0 + Int($1.split(separator: ":")[1])! } == total)
+
+        let replayed = try await store.rebuild(consumer, batchSize: 97)
+        #expect(replayed == total)
+        #expect(try await snapshot(store.pool) == live)
+        #expect(try await store.checkpoint(of: consumer.name) == liveCheckpoint)
+    }
+
+    /// Two runners of one consumer (two service instances): one leads, every
+    /// event is applied exactly once, and the standby takes over when the
+    /// leader stops.
+    @Test func onlyOneRunnerWorksAndAStandbyTakesOver() async throws {
+        let (store, conninfo) = try await makeStore()
+        try await CountingConsumer.createTables(on: store.pool)
+        let consumer = CountingConsumer()
+        let first = ConsumerRunner(store: store, consumer: consumer, conninfo: conninfo, batchSize: 10, pollInterval: .milliseconds(50))
+        let second = ConsumerRunner(store: store, consumer: consumer, conninfo: conninfo, batchSize: 10, pollInterval: .milliseconds(50))
+        let leader = Task { await first.runUntilCancelled() }
+        try await Task.sleep(for: .milliseconds(300))
+        let standby = Task { await second.runUntilCancelled() }
+        for index in 0..<100 { _ = try await store.append(to: "s\(index % 5)", events: [event(value: 1)]) }
+        try await waitUntilCaughtUp(store, consumer.name)
+        leader.cancel()
+        await leader.value
+        for index in 0..<50 { _ = try await store.append(to: "s\(index % 5)", events: [event(value: 1)]) }
+        try await waitUntilCaughtUp(store, consumer.name)
+        standby.cancel()
+        await standby.value
+        let counts = try await store.pool.query("SELECT count(*), count(DISTINCT position) FROM applied").first
+        #expect(try counts?.decode(Int.self, at: 0) == 150)
+        #expect(try counts?.decode(Int.self, at: 1) == 150)
+    }
+
+    func waitUntilCaughtUp(_ store: EventStore, _ name: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await store.lag(of: name) > 0 {
+            guard ContinuousClock.now < deadline else { Issue.record("the consumer did not catch up"); return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
