@@ -1,0 +1,184 @@
+import Foundation
+import Ledger
+
+/// What a verified notification means for the ledger: the facts to apply,
+/// whom they are about, and what orders and deduplicates them.
+public struct NotificationFacts: Sendable, Hashable {
+    /// Idempotency base: Apple retries a notification with the same UUID.
+    public var notificationUUID: String
+    public var notificationType: NotificationType
+    public var subtype: NotificationSubtype?
+    /// In order; empty when the notification changes no entitlement (it is
+    /// still acknowledged with 200).
+    public var facts: [FactRequest]
+    /// The transaction's `appAccountToken`, lowercased: apps set it to the
+    /// subscriber id, so it names the subscriber when present.
+    public var subscriberHint: String?
+    /// For finding the owner when there is no hint.
+    public var originalTransactionId: String?
+    public var transactionId: String?
+    public var productId: String?
+    public var environment: Environment
+    /// When Apple signed the notification, for ordering.
+    public var signedDate: Date
+    /// In words, what the notification was taken to mean (for logs and support).
+    public var summary: String
+}
+
+/// Maps a verified notification to ledger facts. Pure: the same notification
+/// always gives the same facts, so a retried or replayed one decides the same.
+public func facts(for notification: VerifiedNotification) -> NotificationFacts {
+    let payload = notification.payload
+    let transaction = notification.transaction
+    let renewal = notification.renewalInfo
+    let appStoreEnvironment = payload.data?.environment ?? transaction?.environment ?? renewal?.environment
+        ?? payload.summary?.environment
+    // Xcode and LocalTesting are not the App Store's production either.
+    let environment: Environment = appStoreEnvironment.map { $0 == .production ? .production : .sandbox } ?? .production
+    let token = transaction?.appAccountToken?.trimmingCharacters(in: .whitespaces).lowercased()
+    let mapping = NotificationMapping(payload: payload, transaction: transaction, renewal: renewal, environment: environment)
+    let (facts, summary) = mapping.facts()
+    return NotificationFacts(
+        notificationUUID: payload.notificationUUID,
+        notificationType: payload.notificationType,
+        subtype: payload.subtype,
+        facts: facts,
+        subscriberHint: token?.isEmpty == false ? token : nil,
+        originalTransactionId: mapping.originalTransactionId,
+        transactionId: transaction?.transactionId,
+        productId: transaction?.productId ?? renewal?.productId ?? payload.summary?.productId,
+        environment: environment,
+        signedDate: payload.signedDate,
+        summary: summary
+    )
+}
+
+/// The per-type rules, apart so each reads as one line of the table in
+/// PRODUCT.md.
+private struct NotificationMapping {
+    let payload: NotificationPayload
+    let transaction: TransactionInfo?
+    let renewal: RenewalInfo?
+    let environment: Environment
+
+    var originalTransactionId: String? {
+        transaction.map { $0.originalTransactionId ?? $0.transactionId } ?? renewal?.originalTransactionId
+    }
+
+    private var name: String {
+        payload.subtype.map { "\(payload.notificationType)/\($0)" } ?? payload.notificationType.rawValue
+    }
+
+    func facts() -> ([FactRequest], String) {
+        switch payload.notificationType {
+        case .subscribed, .oneTimeCharge:
+            return recording(.purchase, "a purchase")
+        case .didRenew:
+            return recording(.renewal, "a renewal")
+        case .renewalExtended:
+            // Same transaction, later expiresDate.
+            return recording(.renewal, "a renewal extended by the developer")
+        case .offerRedeemed:
+            guard let transaction else { return missingTransaction() }
+            let isFirst = transaction.transactionId == (transaction.originalTransactionId ?? transaction.transactionId)
+            return isFirst ? recording(.purchase, "a purchase with an offer") : recording(.renewal, "a renewal with an offer")
+        case .didChangeRenewalPreference:
+            // An upgrade starts a new period now; a downgrade or cross-grade
+            // waits for the next renewal, which DID_RENEW will bring.
+            if payload.subtype == .upgrade { return recording(.renewal, "an upgrade, effective immediately") }
+            return ([], "\(name): renewal preference changed (next renewal: \(renewal?.autoRenewProductId ?? "unknown")); entitlements unchanged.")
+        case .didChangeRenewalStatus:
+            return autoRenewChange()
+        case .didFailToRenew:
+            return billingIssue()
+        case .gracePeriodExpired, .expired:
+            return expiry()
+        case .refund, .revoke:
+            return refund()
+        case .refundReversed:
+            // The ledger has no "un-refund" fact yet; re-recording the purchase
+            // is a duplicate there until it gains one.
+            return recording(.purchase, "a refund reversed; the purchase is recorded again")
+        case .priceIncrease, .refundDeclined, .renewalExtension, .consumptionRequest, .test:
+            return ([], "\(name): acknowledged; no entitlement changes.")
+        default:
+            return ([], "\(name): notification type not handled; acknowledged without facts.")
+        }
+    }
+
+    private func missingTransaction() -> ([FactRequest], String) {
+        ([], "\(name): no signedTransactionInfo; acknowledged without facts.")
+    }
+
+    private func recording(_ type: FactRequest.FactType, _ meaning: String) -> ([FactRequest], String) {
+        guard let transaction else { return missingTransaction() }
+        let fact = FactRequest(
+            type: type,
+            transactionId: transaction.transactionId,
+            originalTransactionId: transaction.originalTransactionId ?? transaction.transactionId,
+            productId: transaction.productId,
+            purchaseDate: transaction.purchaseDate,
+            expiresDate: transaction.expiresDate,
+            reason: payload.notificationType == .refundReversed ? "refund reversed" : nil,
+            autoRenew: transaction.type == .autoRenewable ? renewal?.autoRenew : nil,
+            environment: environment,
+            quantity: transaction.quantity.flatMap { $0 >= 1 ? $0 : nil }
+        )
+        return ([fact], "\(name): \(meaning) of \(transaction.productId), transaction \(transaction.transactionId).")
+    }
+
+    private func autoRenewChange() -> ([FactRequest], String) {
+        let autoRenew: Bool? = switch payload.subtype {
+        case .autoRenewEnabled?: true
+        case .autoRenewDisabled?: false
+        default: renewal?.autoRenew
+        }
+        guard let original = originalTransactionId, let autoRenew else {
+            return ([], "\(name): neither the subtype nor the renewal info says whether auto-renew is on; acknowledged without facts.")
+        }
+        let fact = FactRequest(type: .autoRenewChange, originalTransactionId: original,
+                               productId: transaction?.productId ?? renewal?.productId,
+                               effectiveDate: payload.signedDate, autoRenew: autoRenew, environment: environment)
+        return ([fact], "\(name): auto-renew turned \(autoRenew ? "on" : "off") for \(original).")
+    }
+
+    private func billingIssue() -> ([FactRequest], String) {
+        guard let original = originalTransactionId else { return missingTransaction() }
+        // Only the GRACE_PERIOD subtype keeps access; otherwise billing retry without access.
+        let graceEnd = payload.subtype == .gracePeriod ? renewal?.gracePeriodExpiresDate : nil
+        let fact = FactRequest(type: .billingIssue, originalTransactionId: original,
+                               productId: transaction?.productId ?? renewal?.productId,
+                               gracePeriodExpiresDate: graceEnd, effectiveDate: payload.signedDate,
+                               environment: environment)
+        let access = graceEnd.map { "grace until \(RFC3339.format($0))" } ?? "billing retry without access"
+        return ([fact], "\(name): renewal of \(original) failed to bill; \(access).")
+    }
+
+    private func expiry() -> ([FactRequest], String) {
+        guard let original = originalTransactionId else { return missingTransaction() }
+        let end = payload.notificationType == .gracePeriodExpired
+            ? renewal?.gracePeriodExpiresDate ?? transaction?.expiresDate
+            : transaction?.expiresDate
+        let reason = (payload.subtype?.rawValue ?? payload.notificationType.rawValue).lowercased()
+        let fact = FactRequest(type: .expiry, originalTransactionId: original,
+                               productId: transaction?.productId ?? renewal?.productId,
+                               expiresDate: end, reason: reason, environment: environment)
+        return ([fact], "\(name): \(original) expired (\(reason)).")
+    }
+
+    private func refund() -> ([FactRequest], String) {
+        guard let transaction else { return missingTransaction() }
+        let reason = switch (payload.notificationType, transaction.revocationReason) {
+        case (.revoke, _): "revoked: family sharing ended"
+        case (_, 1?): "refunded: an issue with the app"
+        case (_, 0?): "refunded: another reason"
+        default: "refunded"
+        }
+        let fact = FactRequest(type: .refund, transactionId: transaction.transactionId,
+                               originalTransactionId: transaction.originalTransactionId ?? transaction.transactionId,
+                               productId: transaction.productId,
+                               revocationDate: transaction.revocationDate ?? payload.signedDate,
+                               reason: reason, environment: environment)
+        return ([fact], "\(name): transaction \(transaction.transactionId) \(reason).")
+    }
+}

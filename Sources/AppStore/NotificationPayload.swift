@@ -1,0 +1,141 @@
+import Foundation
+
+/// The decoded `signedPayload` of an App Store Server Notification V2
+/// (Apple's `ResponseBodyV2DecodedPayload`). Dates are Apple's milliseconds
+/// since 1970, decoded to `Date`.
+public struct NotificationPayload: Sendable, Hashable, Codable {
+    public var notificationType: NotificationType
+    public var subtype: NotificationSubtype?
+    public var notificationUUID: String
+    public var signedDate: Date
+    public var version: String?
+    /// Present for every type except the summary and external-purchase ones.
+    public var data: NotificationData?
+    /// `RENEWAL_EXTENSION` (mass extension) notifications carry this instead of `data`.
+    public var summary: Summary?
+
+    public init(notificationType: NotificationType, subtype: NotificationSubtype? = nil, notificationUUID: String,
+                signedDate: Date, version: String? = "2.0", data: NotificationData? = nil, summary: Summary? = nil) {
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.notificationUUID = notificationUUID
+        self.signedDate = signedDate
+        self.version = version
+        self.data = data
+        self.summary = summary
+    }
+
+    /// The app and environment a `RENEWAL_EXTENSION` summary is about.
+    public struct Summary: Sendable, Hashable, Codable {
+        public var bundleId: String?
+        public var environment: AppStoreEnvironment?
+        public var appAppleId: Int64?
+        public var productId: String?
+        public var requestIdentifier: String?
+    }
+
+    /// The app the notification is about: `data.bundleId`, else the summary's.
+    var bundleId: String? { data?.bundleId ?? summary?.bundleId }
+}
+
+/// `data` of a notification: which app, which environment, and the nested
+/// signed transaction and renewal info (each a JWS of its own).
+public struct NotificationData: Sendable, Hashable, Codable {
+    public var bundleId: String?
+    public var bundleVersion: String?
+    public var environment: AppStoreEnvironment?
+    public var appAppleId: Int64?
+    public var signedTransactionInfo: String?
+    public var signedRenewalInfo: String?
+    /// Subscription status (1 active, 2 expired, 3 billing retry, 4 grace, 5 revoked).
+    public var status: Int?
+
+    public init(bundleId: String?, bundleVersion: String? = nil, environment: AppStoreEnvironment?, appAppleId: Int64? = nil,
+                signedTransactionInfo: String? = nil, signedRenewalInfo: String? = nil, status: Int? = nil) {
+        self.bundleId = bundleId
+        self.bundleVersion = bundleVersion
+        self.environment = environment
+        self.appAppleId = appAppleId
+        self.signedTransactionInfo = signedTransactionInfo
+        self.signedRenewalInfo = signedRenewalInfo
+        self.status = status
+    }
+}
+
+/// Apple's `notificationType`. A string wrapper, not a closed enum, so a type
+/// Apple adds later still decodes (and is acknowledged without facts).
+public struct NotificationType: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+    public var description: String { rawValue }
+
+    public static let subscribed = NotificationType(rawValue: "SUBSCRIBED")
+    public static let didRenew = NotificationType(rawValue: "DID_RENEW")
+    public static let didChangeRenewalStatus = NotificationType(rawValue: "DID_CHANGE_RENEWAL_STATUS")
+    public static let didChangeRenewalPreference = NotificationType(rawValue: "DID_CHANGE_RENEWAL_PREF")
+    public static let didFailToRenew = NotificationType(rawValue: "DID_FAIL_TO_RENEW")
+    public static let gracePeriodExpired = NotificationType(rawValue: "GRACE_PERIOD_EXPIRED")
+    public static let expired = NotificationType(rawValue: "EXPIRED")
+    public static let refund = NotificationType(rawValue: "REFUND")
+    public static let refundDeclined = NotificationType(rawValue: "REFUND_DECLINED")
+    public static let refundReversed = NotificationType(rawValue: "REFUND_REVERSED")
+    public static let revoke = NotificationType(rawValue: "REVOKE")
+    public static let renewalExtended = NotificationType(rawValue: "RENEWAL_EXTENDED")
+    public static let renewalExtension = NotificationType(rawValue: "RENEWAL_EXTENSION")
+    public static let offerRedeemed = NotificationType(rawValue: "OFFER_REDEEMED")
+    public static let priceIncrease = NotificationType(rawValue: "PRICE_INCREASE")
+    public static let oneTimeCharge = NotificationType(rawValue: "ONE_TIME_CHARGE")
+    public static let consumptionRequest = NotificationType(rawValue: "CONSUMPTION_REQUEST")
+    public static let test = NotificationType(rawValue: "TEST")
+}
+
+/// Apple's `subtype`, open for the same reason as `NotificationType`.
+public struct NotificationSubtype: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+    public var description: String { rawValue }
+
+    public static let initialBuy = NotificationSubtype(rawValue: "INITIAL_BUY")
+    public static let resubscribe = NotificationSubtype(rawValue: "RESUBSCRIBE")
+    public static let upgrade = NotificationSubtype(rawValue: "UPGRADE")
+    public static let downgrade = NotificationSubtype(rawValue: "DOWNGRADE")
+    public static let autoRenewEnabled = NotificationSubtype(rawValue: "AUTO_RENEW_ENABLED")
+    public static let autoRenewDisabled = NotificationSubtype(rawValue: "AUTO_RENEW_DISABLED")
+    public static let voluntary = NotificationSubtype(rawValue: "VOLUNTARY")
+    public static let billingRetry = NotificationSubtype(rawValue: "BILLING_RETRY")
+    public static let priceIncrease = NotificationSubtype(rawValue: "PRICE_INCREASE")
+    public static let productNotForSale = NotificationSubtype(rawValue: "PRODUCT_NOT_FOR_SALE")
+    public static let gracePeriod = NotificationSubtype(rawValue: "GRACE_PERIOD")
+    public static let billingRecovery = NotificationSubtype(rawValue: "BILLING_RECOVERY")
+    public static let pending = NotificationSubtype(rawValue: "PENDING")
+    public static let accepted = NotificationSubtype(rawValue: "ACCEPTED")
+    public static let summary = NotificationSubtype(rawValue: "SUMMARY")
+    public static let failure = NotificationSubtype(rawValue: "FAILURE")
+}
+
+/// Apple's `environment`: `Production`, `Sandbox`, or the local-testing ones.
+public struct AppStoreEnvironment: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+    public var description: String { rawValue }
+
+    public static let production = AppStoreEnvironment(rawValue: "Production")
+    public static let sandbox = AppStoreEnvironment(rawValue: "Sandbox")
+    public static let xcode = AppStoreEnvironment(rawValue: "Xcode")
+    public static let localTesting = AppStoreEnvironment(rawValue: "LocalTesting")
+}

@@ -1,0 +1,107 @@
+import Foundation
+
+/// A decoded `signedTransactionInfo` (Apple's `JWSTransactionDecodedPayload`).
+public struct TransactionInfo: Sendable, Hashable, Codable {
+    public var transactionId: String
+    public var originalTransactionId: String?
+    public var webOrderLineItemId: String?
+    public var bundleId: String?
+    public var productId: String
+    public var subscriptionGroupIdentifier: String?
+    public var purchaseDate: Date
+    public var originalPurchaseDate: Date?
+    public var expiresDate: Date?
+    public var quantity: Int?
+    public var type: ProductType?
+    /// The UUID the app set at purchase; Subledger apps set it to the subscriber id.
+    public var appAccountToken: String?
+    public var inAppOwnershipType: String?
+    public var signedDate: Date
+    public var revocationReason: Int?
+    public var revocationDate: Date?
+    public var isUpgraded: Bool?
+    public var offerType: Int?
+    public var offerIdentifier: String?
+    public var environment: AppStoreEnvironment?
+    public var storefront: String?
+    public var transactionReason: String?
+    public var currency: String?
+    public var price: Int64?
+
+    public init(transactionId: String, originalTransactionId: String? = nil, bundleId: String?, productId: String,
+                purchaseDate: Date, originalPurchaseDate: Date? = nil, expiresDate: Date? = nil, quantity: Int? = 1,
+                type: ProductType?, appAccountToken: String? = nil, signedDate: Date, revocationReason: Int? = nil,
+                revocationDate: Date? = nil, offerType: Int? = nil, environment: AppStoreEnvironment?) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.bundleId = bundleId
+        self.productId = productId
+        self.purchaseDate = purchaseDate
+        self.originalPurchaseDate = originalPurchaseDate
+        self.expiresDate = expiresDate
+        self.quantity = quantity
+        self.type = type
+        self.appAccountToken = appAccountToken
+        self.signedDate = signedDate
+        self.revocationReason = revocationReason
+        self.revocationDate = revocationDate
+        self.offerType = offerType
+        self.environment = environment
+    }
+
+    /// Apple's `type` of the product bought.
+    public struct ProductType: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
+        public var description: String { rawValue }
+
+        public static let autoRenewable = ProductType(rawValue: "Auto-Renewable Subscription")
+        public static let nonConsumable = ProductType(rawValue: "Non-Consumable")
+        public static let consumable = ProductType(rawValue: "Consumable")
+        public static let nonRenewing = ProductType(rawValue: "Non-Renewing Subscription")
+    }
+}
+
+/// A decoded `signedRenewalInfo` (Apple's `JWSRenewalInfoDecodedPayload`).
+/// It carries no bundle id; the notification around it does.
+public struct RenewalInfo: Sendable, Hashable, Codable {
+    public var originalTransactionId: String?
+    public var productId: String?
+    public var autoRenewProductId: String?
+    /// 1 on, 0 off.
+    public var autoRenewStatus: Int?
+    public var expirationIntent: Int?
+    public var gracePeriodExpiresDate: Date?
+    public var isInBillingRetryPeriod: Bool?
+    public var offerType: Int?
+    public var offerIdentifier: String?
+    public var priceIncreaseStatus: Int?
+    public var renewalDate: Date?
+    public var recentSubscriptionStartDate: Date?
+    public var signedDate: Date
+    public var environment: AppStoreEnvironment?
+
+    public init(originalTransactionId: String?, productId: String? = nil, autoRenewProductId: String? = nil,
+                autoRenewStatus: Int? = 1, expirationIntent: Int? = nil, gracePeriodExpiresDate: Date? = nil,
+                isInBillingRetryPeriod: Bool? = nil, renewalDate: Date? = nil, signedDate: Date,
+                environment: AppStoreEnvironment?) {
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.autoRenewProductId = autoRenewProductId
+        self.autoRenewStatus = autoRenewStatus
+        self.expirationIntent = expirationIntent
+        self.gracePeriodExpiresDate = gracePeriodExpiresDate
+        self.isInBillingRetryPeriod = isInBillingRetryPeriod
+        self.renewalDate = renewalDate
+        self.signedDate = signedDate
+        self.environment = environment
+    }
+
+    /// `autoRenewStatus` as a flag, when present.
+    public var autoRenew: Bool? { autoRenewStatus.map { $0 == 1 } }
+}

@@ -1,0 +1,223 @@
+import AppStore
+import Foundation
+import Ledger
+import Testing
+
+/// Each notification type, signed like Apple's, verified, then mapped.
+@Suite struct NotificationFactsTests {
+    let store: TestAppStore
+    let subscription = TestAppStore.subscription()
+
+    init() throws { store = try TestAppStore() }
+
+    private func mapped(_ type: NotificationType, _ subtype: NotificationSubtype? = nil, transaction: TransactionInfo? = nil,
+                        renewal: RenewalInfo? = nil, environment: AppStoreEnvironment = .sandbox) async throws -> NotificationFacts {
+        let signed = try store.signedNotification(type, subtype, transaction: transaction, renewal: renewal,
+                                                  environment: environment, uuid: "4a1e0c6e-7b1d-4f0e-9d7c-000000000042")
+        return facts(for: try await store.verifier.verifyNotification(body: store.body(signedPayload: signed)))
+    }
+
+    private func record(_ type: FactRequest.FactType, _ transaction: TransactionInfo, autoRenew: Bool? = true,
+                        reason: String? = nil) -> FactRequest {
+        FactRequest(type: type, transactionId: transaction.transactionId, originalTransactionId: transaction.originalTransactionId,
+                    productId: transaction.productId, purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate,
+                    reason: reason, autoRenew: autoRenew, environment: .sandbox, quantity: 1)
+    }
+
+    @Test(arguments: [NotificationSubtype.initialBuy, .resubscribe])
+    func subscribedIsAPurchase(_ subtype: NotificationSubtype) async throws {
+        let result = try await mapped(.subscribed, subtype, transaction: subscription, renewal: TestAppStore.renewalInfo())
+        #expect(result.facts == [record(.purchase, subscription)])
+        #expect(result.subscriberHint == TestAppStore.subscriberID.lowercased())
+        #expect(result.originalTransactionId == "2000000000000001")
+        #expect(result.transactionId == "2000000000000002")
+        #expect(result.environment == .sandbox)
+        #expect(result.signedDate == TestAppStore.signedDate)
+        #expect(result.notificationUUID == "4a1e0c6e-7b1d-4f0e-9d7c-000000000042")
+    }
+
+    @Test func productionStaysProduction() async throws {
+        let result = try await mapped(.subscribed, .initialBuy, transaction: subscription, environment: .production)
+        #expect(result.environment == .production)
+        #expect(result.facts.map(\.environment) == [.production])
+    }
+
+    @Test func didRenewIsARenewal() async throws {
+        let result = try await mapped(.didRenew, transaction: subscription, renewal: TestAppStore.renewalInfo())
+        #expect(result.facts == [record(.renewal, subscription)])
+    }
+
+    @Test func didRenewAfterBillingRecoveryIsARenewal() async throws {
+        let result = try await mapped(.didRenew, .billingRecovery, transaction: subscription, renewal: TestAppStore.renewalInfo())
+        #expect(result.facts.map(\.type) == [.renewal])
+    }
+
+    @Test(arguments: [(NotificationSubtype.autoRenewDisabled, false), (.autoRenewEnabled, true)])
+    func renewalStatusChangeIsAnAutoRenewChange(_ subtype: NotificationSubtype, _ autoRenew: Bool) async throws {
+        let result = try await mapped(.didChangeRenewalStatus, subtype, transaction: subscription,
+                                      renewal: TestAppStore.renewalInfo(autoRenew: autoRenew))
+        #expect(result.facts == [FactRequest(type: .autoRenewChange, originalTransactionId: "2000000000000001",
+                                             productId: "com.example.pro.monthly", effectiveDate: TestAppStore.signedDate,
+                                             autoRenew: autoRenew, environment: .sandbox)])
+    }
+
+    @Test func renewalPreferenceDowngradeChangesNothing() async throws {
+        let result = try await mapped(.didChangeRenewalPreference, .downgrade, transaction: subscription, renewal: TestAppStore.renewalInfo())
+        #expect(result.facts.isEmpty)
+        #expect(result.summary.contains("DID_CHANGE_RENEWAL_PREF/DOWNGRADE"))
+        #expect(result.originalTransactionId == "2000000000000001")
+    }
+
+    @Test func renewalPreferenceUpgradeRecordsTheNewTransaction() async throws {
+        let upgraded = TestAppStore.subscription(transactionId: "2000000000000003", productId: "com.example.pro.yearly")
+        let result = try await mapped(.didChangeRenewalPreference, .upgrade, transaction: upgraded, renewal: TestAppStore.renewalInfo())
+        #expect(result.facts == [record(.renewal, upgraded)])
+    }
+
+    @Test func failureToRenewInGraceIsABillingIssueWithGrace() async throws {
+        let graceEnd = TestAppStore.date("2025-04-17T11:59:00Z")
+        let result = try await mapped(.didFailToRenew, .gracePeriod, transaction: subscription,
+                                      renewal: TestAppStore.renewalInfo(gracePeriodExpiresDate: graceEnd))
+        #expect(result.facts == [FactRequest(type: .billingIssue, originalTransactionId: "2000000000000001",
+                                             productId: "com.example.pro.monthly", gracePeriodExpiresDate: graceEnd,
+                                             effectiveDate: TestAppStore.signedDate, environment: .sandbox)])
+    }
+
+    @Test func failureToRenewWithoutSubtypeIsABillingIssueWithoutGrace() async throws {
+        // Even if the renewal info names a grace end, only the GRACE_PERIOD subtype grants it.
+        let result = try await mapped(.didFailToRenew, transaction: subscription,
+                                      renewal: TestAppStore.renewalInfo(gracePeriodExpiresDate: TestAppStore.date("2025-04-17T11:59:00Z")))
+        #expect(result.facts.map(\.type) == [.billingIssue])
+        #expect(result.facts.first?.gracePeriodExpiresDate == nil)
+    }
+
+    @Test func gracePeriodExpiredIsAnExpiryAtTheGraceEnd() async throws {
+        let graceEnd = TestAppStore.date("2025-04-17T11:59:00Z")
+        let result = try await mapped(.gracePeriodExpired, transaction: subscription,
+                                      renewal: TestAppStore.renewalInfo(gracePeriodExpiresDate: graceEnd))
+        #expect(result.facts == [FactRequest(type: .expiry, originalTransactionId: "2000000000000001", productId: "com.example.pro.monthly",
+                                             expiresDate: graceEnd, reason: "grace_period_expired", environment: .sandbox)])
+    }
+
+    @Test(arguments: [NotificationSubtype.voluntary, .billingRetry, .priceIncrease, .productNotForSale])
+    func expiredIsAnExpiry(_ subtype: NotificationSubtype) async throws {
+        let result = try await mapped(.expired, subtype, transaction: subscription, renewal: TestAppStore.renewalInfo(autoRenew: false))
+        #expect(result.facts == [FactRequest(type: .expiry, originalTransactionId: "2000000000000001", productId: "com.example.pro.monthly",
+                                             expiresDate: subscription.expiresDate, reason: subtype.rawValue.lowercased(),
+                                             environment: .sandbox)])
+    }
+
+    @Test func refundIsARefundAtTheRevocationDate() async throws {
+        let revoked = TestAppStore.subscription(revocationDate: TestAppStore.date("2025-03-10T08:00:00Z"), revocationReason: 1)
+        let result = try await mapped(.refund, transaction: revoked)
+        #expect(result.facts == [FactRequest(type: .refund, transactionId: "2000000000000002", originalTransactionId: "2000000000000001",
+                                             productId: "com.example.pro.monthly", revocationDate: revoked.revocationDate,
+                                             reason: "refunded: an issue with the app", environment: .sandbox)])
+    }
+
+    @Test func revokeIsARefund() async throws {
+        let revoked = TestAppStore.subscription(revocationDate: TestAppStore.date("2025-03-10T08:00:00Z"))
+        let result = try await mapped(.revoke, transaction: revoked)
+        #expect(result.facts.map(\.type) == [.refund])
+        #expect(result.facts.first?.revocationDate == revoked.revocationDate)
+        #expect(result.facts.first?.reason == "revoked: family sharing ended")
+    }
+
+    @Test func refundReversedRecordsThePurchaseAgain() async throws {
+        let result = try await mapped(.refundReversed, transaction: subscription, renewal: TestAppStore.renewalInfo())
+        #expect(result.facts == [record(.purchase, subscription, reason: "refund reversed")])
+    }
+
+    @Test func renewalExtendedIsARenewalWithTheNewEnd() async throws {
+        let extended = TestAppStore.subscription(expiresDate: TestAppStore.date("2025-04-15T11:59:00Z"))
+        let result = try await mapped(.renewalExtended, transaction: extended, renewal: TestAppStore.renewalInfo())
+        #expect(result.facts == [record(.renewal, extended)])
+        #expect(result.facts.first?.expiresDate == TestAppStore.date("2025-04-15T11:59:00Z"))
+    }
+
+    @Test func offerRedeemedIsAPurchaseOrARenewalByTransaction() async throws {
+        let first = TestAppStore.subscription(transactionId: "2000000000000001")
+        let initial = try await mapped(.offerRedeemed, .initialBuy, transaction: first, renewal: TestAppStore.renewalInfo())
+        #expect(initial.facts == [record(.purchase, first)])
+        let later = try await mapped(.offerRedeemed, .upgrade, transaction: subscription, renewal: TestAppStore.renewalInfo())
+        #expect(later.facts == [record(.renewal, subscription)])
+    }
+
+    @Test func priceIncreaseChangesNothing() async throws {
+        let result = try await mapped(.priceIncrease, .accepted, transaction: subscription, renewal: TestAppStore.renewalInfo())
+        #expect(result.facts.isEmpty)
+        #expect(result.subscriberHint == TestAppStore.subscriberID.lowercased())
+    }
+
+    @Test(arguments: [(TransactionInfo.ProductType.consumable, "com.example.coins.100", 3),
+                      (.nonConsumable, "com.example.level2", 1), (.nonRenewing, "com.example.pass.30d", 1)])
+    func oneTimeChargeIsAPurchase(_ type: TransactionInfo.ProductType, _ productId: String, _ quantity: Int) async throws {
+        let charge = TransactionInfo(transactionId: "3000000000000001", originalTransactionId: "3000000000000001",
+                                     bundleId: TestAppStore.bundleID, productId: productId,
+                                     purchaseDate: TestAppStore.date("2025-03-01T11:00:00Z"), quantity: quantity, type: type,
+                                     appAccountToken: TestAppStore.subscriberID, signedDate: TestAppStore.signedDate, environment: .sandbox)
+        let result = try await mapped(.oneTimeCharge, transaction: charge)
+        #expect(result.facts == [FactRequest(type: .purchase, transactionId: "3000000000000001", originalTransactionId: "3000000000000001",
+                                             productId: productId, purchaseDate: charge.purchaseDate, environment: .sandbox,
+                                             quantity: quantity)])
+    }
+
+    @Test func testNotificationIsAcknowledgedWithoutFacts() async throws {
+        let result = try await mapped(.test)
+        #expect(result.facts.isEmpty)
+        #expect(result.subscriberHint == nil)
+        #expect(result.originalTransactionId == nil)
+    }
+
+    @Test func unknownTypesAreAcknowledgedWithoutFacts() async throws {
+        let result = try await mapped(NotificationType(rawValue: "SOMETHING_APPLE_ADDS_LATER"), transaction: subscription)
+        #expect(result.facts.isEmpty)
+        #expect(result.notificationType.rawValue == "SOMETHING_APPLE_ADDS_LATER")
+        #expect(result.originalTransactionId == "2000000000000001")
+    }
+
+    @Test func aTypeThatNeedsATransactionWithoutOneGivesNoFacts() async throws {
+        let result = try await mapped(.didRenew)
+        #expect(result.facts.isEmpty)
+        #expect(result.summary.contains("no signedTransactionInfo"))
+    }
+}
+
+/// The mapped facts are ones the ledger accepts, in the order Apple sends them.
+@Suite struct NotificationLedgerTests {
+    @Test func aSubscriptionsLifeThroughTheDecider() async throws {
+        let store = try TestAppStore()
+        let catalog = try Catalog(version: 1, products: [
+            Product(id: "com.example.pro.monthly", type: .autoRenewable, group: "pro", entitlements: ["pro"]),
+        ])
+        let decider = Decider(catalog: catalog)
+        let first = TestAppStore.subscription(transactionId: "2000000000000001", purchaseDate: TestAppStore.date("2025-02-01T11:59:00Z"),
+                                              expiresDate: TestAppStore.date("2025-03-01T11:59:00Z"))
+        let notifications: [(NotificationType, NotificationSubtype?, TransactionInfo, RenewalInfo)] = [
+            (.subscribed, .initialBuy, first, TestAppStore.renewalInfo()),
+            (.didRenew, nil, TestAppStore.subscription(), TestAppStore.renewalInfo()),
+            (.didChangeRenewalStatus, .autoRenewDisabled, TestAppStore.subscription(), TestAppStore.renewalInfo(autoRenew: false)),
+            (.refund, nil, TestAppStore.subscription(revocationDate: TestAppStore.date("2025-03-05T00:00:00Z"), revocationReason: 0),
+             TestAppStore.renewalInfo(autoRenew: false)),
+        ]
+        var history: [RecordedLedgerEvent] = []
+        let subscriberID = TestAppStore.subscriberID.lowercased()
+        for (type, subtype, transaction, renewal) in notifications {
+            let signed = try store.signedNotification(type, subtype, transaction: transaction, renewal: renewal)
+            let mapped = facts(for: try await store.verifier.verifyNotification(signedPayload: signed))
+            #expect(mapped.subscriberHint == subscriberID)
+            for fact in mapped.facts {
+                let decision = try decider.decide(fact, subscriberID: subscriberID, history: history, owner: { _ in nil },
+                                                  now: mapped.signedDate, source: FactSource.appStore)
+                #expect(decision.events.count == 1, "\(type) gave \(decision.events)")
+                for event in decision.events {
+                    history.append(RecordedLedgerEvent(position: Int64(history.count + 1), recordedAt: mapped.signedDate, event: event))
+                }
+            }
+        }
+        #expect(history.count == 4)
+        let state = SubscriberState.fold(history, subscriberID: subscriberID, catalog: catalog, at: TestAppStore.date("2025-03-06T00:00:00Z"))
+        #expect(state.subscriptions.first?.status == .revoked)
+        #expect(state.entitlements.first?.active == false)
+    }
+}
