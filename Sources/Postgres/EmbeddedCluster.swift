@@ -138,10 +138,12 @@ public final class EmbeddedCluster: Sendable {
             "listen_addresses = ''",
             "unix_socket_directories = '\(runDirectory.path.replacingOccurrences(of: "'", with: "''"))'",
             "port = \(Self.port)",
-            "max_connections = 200",
         ]
         if isEphemeral {
-            lines += ["fsync = off", "synchronous_commit = off", "full_page_writes = off"]
+            // Test runs open many small pools at once and leave them to process exit.
+            lines += ["max_connections = 500", "fsync = off", "synchronous_commit = off", "full_page_writes = off"]
+        } else {
+            lines += ["max_connections = 200"]
         }
         let file = dataDirectory.appendingPathComponent("subledger.conf")
         try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: file)
