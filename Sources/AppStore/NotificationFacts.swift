@@ -76,8 +76,9 @@ private struct NotificationMapping {
         case .didRenew:
             return recording(.renewal, "a renewal")
         case .renewalExtended:
-            // Same transaction, later expiresDate.
-            return recording(.renewal, "a renewal extended by the developer")
+            // Same transaction, later expiresDate: the ledger records it as an
+            // extension effective when Apple signed it.
+            return recording(.renewal, "a renewal extended by the developer", effectiveDate: payload.signedDate)
         case .offerRedeemed:
             guard let transaction else { return missingTransaction() }
             let isFirst = transaction.transactionId == (transaction.originalTransactionId ?? transaction.transactionId)
@@ -96,9 +97,7 @@ private struct NotificationMapping {
         case .refund, .revoke:
             return refund()
         case .refundReversed:
-            // The ledger has no "un-refund" fact yet; re-recording the purchase
-            // is a duplicate there until it gains one.
-            return recording(.purchase, "a refund reversed; the purchase is recorded again")
+            return refundReversal()
         case .priceIncrease, .refundDeclined, .renewalExtension, .consumptionRequest, .test:
             return ([], "\(name): acknowledged; no entitlement changes.")
         default:
@@ -110,7 +109,8 @@ private struct NotificationMapping {
         ([], "\(name): no signedTransactionInfo; acknowledged without facts.")
     }
 
-    private func recording(_ type: FactRequest.FactType, _ meaning: String) -> ([FactRequest], String) {
+    private func recording(_ type: FactRequest.FactType, _ meaning: String,
+                           effectiveDate: Date? = nil) -> ([FactRequest], String) {
         guard let transaction else { return missingTransaction() }
         let fact = FactRequest(
             type: type,
@@ -119,12 +119,21 @@ private struct NotificationMapping {
             productId: transaction.productId,
             purchaseDate: transaction.purchaseDate,
             expiresDate: transaction.expiresDate,
-            reason: payload.notificationType == .refundReversed ? "refund reversed" : nil,
+            effectiveDate: effectiveDate,
             autoRenew: transaction.type == .autoRenewable ? renewal?.autoRenew : nil,
             environment: environment,
             quantity: transaction.quantity.flatMap { $0 >= 1 ? $0 : nil }
         )
         return ([fact], "\(name): \(meaning) of \(transaction.productId), transaction \(transaction.transactionId).")
+    }
+
+    private func refundReversal() -> ([FactRequest], String) {
+        guard let transaction else { return missingTransaction() }
+        let fact = FactRequest(type: .refundReversal, transactionId: transaction.transactionId,
+                               originalTransactionId: transaction.originalTransactionId ?? transaction.transactionId,
+                               productId: transaction.productId, effectiveDate: payload.signedDate,
+                               reason: "refund reversed", environment: environment)
+        return ([fact], "\(name): the refund of transaction \(transaction.transactionId) was reversed; access restored.")
     }
 
     private func autoRenewChange() -> ([FactRequest], String) {

@@ -76,6 +76,8 @@ public struct Decider: Sendable {
             return try decide(restore, ledger: ledger, owner: owner, now: now, source: source, fieldPrefix: { _ in "" })
         case .refund:
             return try decideRefund(request, ledger: ledger, owner: owner, now: now, source: source)
+        case .refundReversal:
+            return try decideRefundReversal(request, ledger: ledger, owner: owner, now: now, source: source)
         case .expiry:
             return try decideExpiry(request, ledger: ledger, now: now, source: source)
         case .autoRenewChange, .billingIssue:
@@ -96,7 +98,8 @@ public struct Decider: Sendable {
         let transactionID = request.transactionId!
         let productID = request.productId!
         if ledger.knows(transactionID: transactionID) {
-            return try duplicateOrConflict(transactionID: transactionID, productID: productID, ledger: ledger)
+            let duplicate = try duplicateOrConflict(transactionID: transactionID, productID: productID, ledger: ledger)
+            return try extensionOf(request, ledger: ledger, owner: owner, now: now, source: source) ?? duplicate
         }
         guard let product = catalog.product(id: productID) else { throw .unknownProduct(productID, field: "productId") }
         if request.type == .renewal, product.type != .autoRenewable {
@@ -160,6 +163,25 @@ public struct Decider: Sendable {
             }
             decision.claims.append(original)
         }
+    }
+
+    /// A renewal of a recorded auto-renewable transaction with a later end is
+    /// the store extending it (`RENEWAL_EXTENDED`); the same or an earlier end
+    /// is a duplicate, so a late copy never moves the end back.
+    private func extensionOf(_ request: FactRequest, ledger: SubscriberLedger, owner: (String) -> String?,
+                             now: Date, source: String) throws(LedgerError) -> Decision? {
+        guard request.type == .renewal, let transactionID = request.transactionId, let newEnd = request.expiresDate,
+              let recorded = ledger.transactions[transactionID],
+              let knownEnd = ledger.expiresDate(ofTransaction: transactionID), newEnd > knownEnd
+        else { return nil }
+        let original = recorded.fact.originalTransactionId
+        if let other = owner(original), other != ledger.subscriberID {
+            throw ownedByOther(original, field: "originalTransactionId")
+        }
+        let renewalExtension = RenewalExtension(
+            transactionId: transactionID, originalTransactionId: original, productId: recorded.fact.productId,
+            expiresDate: newEnd, effectiveDate: request.effectiveDate ?? now, environment: request.environment, source: source)
+        return Decision(events: [.renewalExtended(renewalExtension)])
     }
 
     private func duplicateOrConflict(transactionID: String, productID: String, ledger: SubscriberLedger) throws(LedgerError) -> Decision {
@@ -234,6 +256,29 @@ public struct Decider: Sendable {
                                 revocationDate: request.revocationDate ?? now, reason: request.reason,
                                 environment: request.environment, source: source)
         return Decision(events: [.refunded(refund)])
+    }
+
+    /// Undoes a refund (`REFUND_REVERSED`). Recorded even before the refund
+    /// arrives: the fold compares dates, so delivery order does not matter.
+    private func decideRefundReversal(_ request: FactRequest, ledger: SubscriberLedger, owner: (String) -> String?,
+                                      now: Date, source: String) throws(LedgerError) -> Decision {
+        let transactionID = request.transactionId!
+        if ledger.keys.contains("refund-reversed:" + transactionID) { return Decision() }
+        guard let recorded = ledger.transactions[transactionID] else {
+            if let original = request.originalTransactionId, let other = owner(original), other != ledger.subscriberID {
+                throw ownedByOther(original, field: "transactionId")
+            }
+            throw LedgerError(kind: .notFound, code: "transaction_not_found",
+                              message: "Transaction '\(transactionID)' is not recorded for this subscriber.", field: "transactionId")
+        }
+        let original = recorded.fact.originalTransactionId
+        if let other = owner(original), other != ledger.subscriberID {
+            throw ownedByOther(original, field: "transactionId")
+        }
+        let reversal = RefundReversal(transactionId: transactionID, originalTransactionId: original,
+                                      productId: recorded.fact.productId, date: request.effectiveDate ?? now,
+                                      reason: request.reason, environment: request.environment, source: source)
+        return Decision(events: [.refundReversed(reversal)])
     }
 
     private func ownedByOther(_ original: String, field: String) -> LedgerError {

@@ -72,9 +72,13 @@ struct Evaluation {
             guard ledger.owns(fact.originalTransactionId, at: at) else { continue }
             let product = catalog.product(id: fact.productId)
             guard let type = fact.productType ?? product?.type else { continue }
-            let refund = ledger.refunds[fact.transactionId].flatMap { $0.date <= at ? $0 : nil }
+            let refund = ledger.refunds[fact.transactionId].flatMap { refund in
+                refund.date <= at && !ledger.isRefundReversed(fact.transactionId, refund: refund, at: at) ? refund : nil
+            }
+            var extended = fact
+            if type == .autoRenewable { extended.expiresDate = ledger.expiresDate(ofTransaction: fact.transactionId, at: at) }
             transactions.append(Transaction(
-                fact: fact, position: record.position, type: type,
+                fact: extended, position: record.position, type: type,
                 group: fact.group ?? product?.group ?? fact.productId,
                 duration: fact.duration ?? product?.duration, refund: refund))
         }

@@ -44,6 +44,8 @@ extension LedgerEvent {
         switch self {
         case .purchased(let fact), .renewed(let fact), .restored(let fact): return try encoder.encode(fact)
         case .refunded(let refund): return try encoder.encode(refund)
+        case .refundReversed(let reversal): return try encoder.encode(reversal)
+        case .renewalExtended(let renewalExtension): return try encoder.encode(renewalExtension)
         case .expired(let expiry): return try encoder.encode(expiry)
         case .autoRenewChanged(let change): return try encoder.encode(change)
         case .billingIssue(let issue): return try encoder.encode(issue)
@@ -74,6 +76,8 @@ extension LedgerEvent {
         case "renewed": return .renewed(try payload(TransactionFact.self))
         case "restored": return .restored(try payload(TransactionFact.self))
         case "refunded": return .refunded(try payload(RefundFact.self))
+        case "refund_reversed": return .refundReversed(try payload(RefundReversal.self))
+        case "renewal_extended": return .renewalExtended(try payload(RenewalExtension.self))
         case "expired": return .expired(try payload(ExpiryFact.self))
         case "auto_renew_changed": return .autoRenewChanged(try payload(AutoRenewChange.self))
         case "billing_issue": return .billingIssue(try payload(BillingIssue.self))

@@ -81,6 +81,55 @@ public struct RefundFact: Sendable, Hashable, Codable {
     }
 }
 
+/// A refund or revocation undone by the store (App Store `REFUND_REVERSED`):
+/// from `date` on, the transaction gives again what the refund took.
+public struct RefundReversal: Sendable, Hashable, Codable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var productId: String
+    /// When the reversal took effect (the notification's signed date).
+    public var date: Date
+    public var reason: String?
+    public var environment: Environment
+    public var source: String
+
+    public init(transactionId: String, originalTransactionId: String, productId: String, date: Date,
+                reason: String? = nil, environment: Environment = .production, source: String = FactSource.appStore) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.date = date
+        self.reason = reason
+        self.environment = environment
+        self.source = source
+    }
+}
+
+/// The store moved an auto-renewable transaction's end later without a new
+/// transaction (App Store `RENEWAL_EXTENDED`: same `transactionId`, later
+/// `expiresDate`). Effective from `effectiveDate`, so a past instant shows
+/// the end that was known then.
+public struct RenewalExtension: Sendable, Hashable, Codable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var productId: String
+    public var expiresDate: Date
+    public var effectiveDate: Date
+    public var environment: Environment
+    public var source: String
+
+    public init(transactionId: String, originalTransactionId: String, productId: String, expiresDate: Date,
+                effectiveDate: Date, environment: Environment = .production, source: String = FactSource.appStore) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.expiresDate = expiresDate
+        self.effectiveDate = effectiveDate
+        self.environment = environment
+        self.source = source
+    }
+}
+
 /// Coverage ended: reported by the store for an auto-renewable
 /// (`originalTransactionId` set), or appended by Subledger when a non-renewing
 /// group's coverage end passed (`originalTransactionId` nil).
@@ -227,6 +276,8 @@ public enum LedgerEvent: Sendable, Hashable {
     /// Recorded from a restore: a transaction the ledger did not have.
     case restored(TransactionFact)
     case refunded(RefundFact)
+    case refundReversed(RefundReversal)
+    case renewalExtended(RenewalExtension)
     case expired(ExpiryFact)
     case autoRenewChanged(AutoRenewChange)
     case billingIssue(BillingIssue)
@@ -247,6 +298,8 @@ public enum LedgerEvent: Sendable, Hashable {
         case .renewed: "renewed"
         case .restored: "restored"
         case .refunded: "refunded"
+        case .refundReversed: "refund_reversed"
+        case .renewalExtended: "renewal_extended"
         case .expired: "expired"
         case .autoRenewChanged: "auto_renew_changed"
         case .billingIssue: "billing_issue"
@@ -275,6 +328,11 @@ public enum LedgerEvent: Sendable, Hashable {
             return fact.transactionId
         case .refunded(let refund):
             return "refund:" + refund.transactionId
+        case .refundReversed(let reversal):
+            return "refund-reversed:" + reversal.transactionId
+        case .renewalExtended(let renewalExtension):
+            // The same transaction can be extended more than once, each time to a new end.
+            return "renewal-extended:\(renewalExtension.transactionId)@\(RFC3339.format(renewalExtension.expiresDate))"
         case .expired(let expiry):
             return Self.expiryKey(originalTransactionID: expiry.originalTransactionId, group: expiry.group,
                                   end: expiry.expiresDate)
@@ -319,6 +377,8 @@ public enum LedgerEvent: Sendable, Hashable {
         switch self {
         case .purchased(let fact), .renewed(let fact), .restored(let fact): fact.purchaseDate
         case .refunded(let refund): refund.revocationDate
+        case .refundReversed(let reversal): reversal.date
+        case .renewalExtended(let renewalExtension): renewalExtension.effectiveDate
         case .expired(let expiry): expiry.expiresDate
         case .autoRenewChanged(let change): change.effectiveDate
         case .billingIssue(let issue): issue.effectiveDate
@@ -334,6 +394,8 @@ public enum LedgerEvent: Sendable, Hashable {
         switch self {
         case .purchased(let fact), .renewed(let fact), .restored(let fact): fact.source
         case .refunded(let refund): refund.source
+        case .refundReversed(let reversal): reversal.source
+        case .renewalExtended(let renewalExtension): renewalExtension.source
         case .expired(let expiry): expiry.source
         case .autoRenewChanged(let change): change.source
         case .billingIssue(let issue): issue.source
@@ -349,6 +411,8 @@ public enum LedgerEvent: Sendable, Hashable {
         switch self {
         case .purchased(let fact), .renewed(let fact), .restored(let fact): fact.transactionId
         case .refunded(let refund): refund.transactionId
+        case .refundReversed(let reversal): reversal.transactionId
+        case .renewalExtended(let renewalExtension): renewalExtension.transactionId
         case .transferredIn(let transfer): transfer.transaction?.transactionId
         default: nil
         }
@@ -359,6 +423,8 @@ public enum LedgerEvent: Sendable, Hashable {
         switch self {
         case .purchased(let fact), .renewed(let fact), .restored(let fact): fact.originalTransactionId
         case .refunded(let refund): refund.originalTransactionId
+        case .refundReversed(let reversal): reversal.originalTransactionId
+        case .renewalExtended(let renewalExtension): renewalExtension.originalTransactionId
         case .expired(let expiry): expiry.originalTransactionId
         case .autoRenewChanged(let change): change.originalTransactionId
         case .billingIssue(let issue): issue.originalTransactionId

@@ -3,11 +3,11 @@ import Foundation
 /// One fact from the app's backend: the body of
 /// `POST /v1/subscribers/{id}/events` (and one line of `subledger import`).
 public struct FactRequest: Sendable, Hashable {
-    /// The fact types; the first five are the HTTP contract's, the last two
-    /// are produced by the App Store integration.
+    /// The fact types; the first five are the HTTP contract's, the last
+    /// three are produced by the App Store integration.
     public enum FactType: String, Sendable, Hashable, CaseIterable {
         case purchase, renewal, restore, refund, expiry
-        case autoRenewChange, billingIssue
+        case autoRenewChange, billingIssue, refundReversal
     }
 
     public var type: FactType
@@ -53,7 +53,7 @@ public struct FactRequest: Sendable, Hashable {
     /// purchase: `transactionId`, `productId`, `purchaseDate` (and
     /// `expiresDate` for auto-renewables, checked by the `Decider`);
     /// renewal: those plus `originalTransactionId` and `expiresDate`;
-    /// restore: as purchase; refund: `transactionId`; expiry:
+    /// restore: as purchase; refund and refundReversal: `transactionId`; expiry:
     /// `originalTransactionId` or `productId`; autoRenewChange:
     /// `originalTransactionId` and `autoRenew`; billingIssue:
     /// `originalTransactionId`.
@@ -106,7 +106,7 @@ public struct FactRequest: Sendable, Hashable {
             _ = try reader.requiredString("productId", for: purpose)
             _ = try reader.requiredDate("purchaseDate", for: purpose)
             _ = try reader.requiredDate("expiresDate", for: purpose)
-        case .refund:
+        case .refund, .refundReversal:
             _ = try reader.requiredString("transactionId", for: purpose)
         case .expiry:
             if request.originalTransactionId == nil, request.productId == nil {

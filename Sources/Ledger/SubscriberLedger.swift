@@ -28,6 +28,9 @@ public struct SubscriberLedger: Sendable, Equatable {
     public private(set) var keys: Set<String> = []
     var transactions: [String: TransactionRecord] = [:]
     var refunds: [String: Dated<RefundFact>] = [:]
+    var refundReversals: [String: Dated<RefundReversal>] = [:]
+    /// Per transaction: later ends the store gave it (`renewal_extended`).
+    var extensions: [String: [Dated<Date>]] = [:]
     /// Per original transaction: transfers in (`true`) and out (`false`).
     var ownership: [String: [Dated<Bool>]] = [:]
     var autoRenewChanges: [String: [Dated<Bool>]] = [:]
@@ -73,6 +76,12 @@ public struct SubscriberLedger: Sendable, Equatable {
         case .refunded(let refund):
             if let existing = refunds[refund.transactionId], existing.date <= refund.revocationDate { break }
             refunds[refund.transactionId] = Dated(date: refund.revocationDate, position: position, value: refund)
+        case .refundReversed(let reversal):
+            if let existing = refundReversals[reversal.transactionId], existing.date >= reversal.date { break }
+            refundReversals[reversal.transactionId] = Dated(date: reversal.date, position: position, value: reversal)
+        case .renewalExtended(let renewalExtension):
+            extensions[renewalExtension.transactionId, default: []]
+                .append(Dated(date: renewalExtension.effectiveDate, position: position, value: renewalExtension.expiresDate))
         case .expired(let expiry):
             if let original = expiry.originalTransactionId {
                 storeExpiries[original, default: []].append(Dated(date: expiry.expiresDate, position: position, value: expiry))
@@ -125,6 +134,20 @@ public struct SubscriberLedger: Sendable, Equatable {
     /// Whether `transactionID` was recorded here (purchase, renewal, restore, transfer).
     public func knows(transactionID: String) -> Bool {
         transactions[transactionID] != nil
+    }
+
+    /// The end the store gave `transactionID` as known at `at` (extensions
+    /// included); nil for a transaction without one.
+    public func expiresDate(ofTransaction transactionID: String, at: Date = .distantFuture) -> Date? {
+        guard let base = transactions[transactionID]?.fact.expiresDate else { return nil }
+        return (extensions[transactionID] ?? []).filter { $0.date <= at }.map(\.value).reduce(base, max)
+    }
+
+    /// Whether a refund of `transactionID` in effect at `at` was reversed by then.
+    func isRefundReversed(_ transactionID: String, refund: Dated<RefundFact>, at: Date) -> Bool {
+        guard let reversal = refundReversals[transactionID] else { return false }
+        // A reversal dated before the refund cannot undo it.
+        return reversal.date <= at && reversal.date >= refund.date
     }
 
     /// Whether the device was ever seen for this subscriber.

@@ -23,6 +23,11 @@ public func summary(of event: LedgerEvent) -> String {
     case .refunded(let refund):
         return "Refunded \(refund.productId) (transaction \(refund.transactionId)), access ended \(RFC3339.format(refund.revocationDate))"
             + (refund.reason.map { ": \($0)" } ?? "")
+    case .refundReversed(let reversal):
+        return "Refund of \(reversal.productId) (transaction \(reversal.transactionId)) reversed at \(RFC3339.format(reversal.date)); access restored"
+    case .renewalExtended(let renewalExtension):
+        return "Extended \(renewalExtension.productId) (transaction \(renewalExtension.transactionId)) to \(RFC3339.format(renewalExtension.expiresDate))"
+            + (renewalExtension.environment == .sandbox ? " [Sandbox]" : "")
     case .expired(let expiry):
         if let original = expiry.originalTransactionId {
             return "Expired \(expiry.productId ?? expiry.group) (original transaction \(original)) at \(RFC3339.format(expiry.expiresDate))"

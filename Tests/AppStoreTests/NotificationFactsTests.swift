@@ -123,15 +123,20 @@ import Testing
         #expect(result.facts.first?.reason == "revoked: family sharing ended")
     }
 
-    @Test func refundReversedRecordsThePurchaseAgain() async throws {
+    @Test func refundReversedIsARefundReversal() async throws {
         let result = try await mapped(.refundReversed, transaction: subscription, renewal: TestAppStore.renewalInfo())
-        #expect(result.facts == [record(.purchase, subscription, reason: "refund reversed")])
+        #expect(result.facts == [FactRequest(type: .refundReversal, transactionId: "2000000000000002",
+                                             originalTransactionId: "2000000000000001", productId: "com.example.pro.monthly",
+                                             effectiveDate: TestAppStore.signedDate, reason: "refund reversed",
+                                             environment: .sandbox)])
     }
 
     @Test func renewalExtendedIsARenewalWithTheNewEnd() async throws {
         let extended = TestAppStore.subscription(expiresDate: TestAppStore.date("2025-04-15T11:59:00Z"))
         let result = try await mapped(.renewalExtended, transaction: extended, renewal: TestAppStore.renewalInfo())
-        #expect(result.facts == [record(.renewal, extended)])
+        var expected = record(.renewal, extended)
+        expected.effectiveDate = TestAppStore.signedDate
+        #expect(result.facts == [expected])
         #expect(result.facts.first?.expiresDate == TestAppStore.date("2025-04-15T11:59:00Z"))
     }
 
