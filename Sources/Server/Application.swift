@@ -76,6 +76,13 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: BodyLimitMiddleware(maximumBodySize: dependencies.configuration.maximumBodySize))
     HealthController(dependencies: dependencies).addRoutes(to: router)
+    let keys = dependencies.configuration.apiKeys
+    let ledger = LedgerService(dependencies)
+    SubscriberController(ledger: ledger, keys: keys).addRoutes(to: router)
+    TransactionController(ledger: ledger, keys: keys).addRoutes(to: router)
+    ProductsController(catalog: dependencies.catalog, pool: dependencies.pool, keys: keys, logger: dependencies.logger)
+        .addRoutes(to: router)
+    OpenAPIController().addRoutes(to: router)
     return router
 }
 
