@@ -174,6 +174,7 @@ struct Import: AsyncParsableCommand {
                                     logger: database.logger)
             importer.batchSize = batchSize
             var reported = 0
+            defer { if onTerminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) } }
             return try await importer.importLines(NDJSONReader(handle: handle)) { progress in
                 if onTerminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
                 for rejected in progress.rejected[reported...] {
@@ -185,7 +186,6 @@ struct Import: AsyncParsableCommand {
                 }
             }
         }
-        if onTerminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         print(summary)
         if !summary.rejected.isEmpty { throw ExitCode(1) }
     }
