@@ -267,6 +267,8 @@ enum DuplicatePosition {
             return history.first { match($0.event) }?.position ?? history.last?.position ?? 0
         case .refund:
             match = { $0.idempotencyKey == "refund:" + (request.transactionId ?? "") }
+        case .refundReversal:
+            match = { $0.idempotencyKey == "refund-reversed:" + (request.transactionId ?? "") }
         case .expiry:
             match = { event in
                 guard case .expired(let expiry) = event else { return false }
