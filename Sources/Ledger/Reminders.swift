@@ -34,6 +34,18 @@ public struct DesiredReminder: Sendable, Hashable, Encodable {
     public var lead: ISODuration
     public var dueAt: Date
 
+    public init(id: String, type: ReminderType, subscriberId: String, group: String, productId: String,
+                expiresAt: Date, lead: ISODuration, dueAt: Date) {
+        self.id = id
+        self.type = type
+        self.subscriberId = subscriberId
+        self.group = group
+        self.productId = productId
+        self.expiresAt = expiresAt
+        self.lead = lead
+        self.dueAt = dueAt
+    }
+
     /// The webhook body: `{"id", "type", "subscriberId", "group", "productId",
     /// "expiresAt", "lead", "dueAt"}` with RFC 3339 dates.
     public func webhookBody() throws -> Data {

@@ -5,9 +5,10 @@ public enum SubscriptionStatus: String, Sendable, Hashable, Codable {
     case active, grace, expired, revoked
 }
 
-/// Status of a reminder, as the reminder projection tracks it.
-public enum ReminderStatus: String, Sendable, Hashable, Codable {
-    case pending, sent, cancelled, skipped
+/// Status of a reminder, as the reminder projection tracks it: `failed`
+/// when delivery gave up after its last attempt.
+public enum ReminderStatus: String, Sendable, Hashable, Codable, CaseIterable {
+    case pending, sent, cancelled, skipped, failed
 }
 
 /// What a subscriber has at an instant: the contract's `<state>` JSON.

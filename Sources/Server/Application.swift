@@ -76,6 +76,8 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: BodyLimitMiddleware(maximumBodySize: dependencies.configuration.maximumBodySize))
     HealthController(dependencies: dependencies).addRoutes(to: router)
+    RemindersController(repository: ReminderRepository(pool: dependencies.pool), keys: dependencies.configuration.apiKeys)
+        .addRoutes(to: router)
     let keys = dependencies.configuration.apiKeys
     let ledger = LedgerService(dependencies)
     SubscriberController(ledger: ledger, keys: keys).addRoutes(to: router)

@@ -164,10 +164,13 @@ public struct LedgerService: Sendable {
         return history
     }
 
-    /// The subscriber's state at `at` (default: now).
+    /// The subscriber's state at `at` (default: now), with the reminders the
+    /// reminder projection holds for them.
     public func state(of subscriberID: String, at: Date? = nil) async throws -> SubscriberState {
         let history = try await history(of: subscriberID)
-        return SubscriberState.fold(history.events, subscriberID: subscriberID, catalog: catalog, at: at ?? now())
+        var state = SubscriberState.fold(history.events, subscriberID: subscriberID, catalog: catalog, at: at ?? now())
+        state.reminders = try await ReminderRepository(pool: pool).reminders(of: subscriberID).map(\.stateReminder)
+        return state
     }
 
     /// Why each entitlement is or is not active at `at`.

@@ -13,8 +13,23 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
+    @Option(name: .customLong("expiry-sweep-interval"),
+            help: "Seconds between expiry sweeps (SUBLEDGER_EXPIRY_SWEEP_INTERVAL, default 30).")
+    var expirySweepInterval: Int?
+
+    /// The flag, else the variable, else 30 s.
+    func sweepInterval() throws -> Duration {
+        let text = expirySweepInterval.map(String.init) ?? ProcessInfo.processInfo.environment["SUBLEDGER_EXPIRY_SWEEP_INTERVAL"] ?? ""
+        guard !text.isEmpty else { return .seconds(30) }
+        guard let seconds = Int(text), seconds > 0 else {
+            throw ValidationError("SUBLEDGER_EXPIRY_SWEEP_INTERVAL: expected a positive number of seconds, got \(text)")
+        }
+        return .seconds(seconds)
+    }
+
     func run() async throws {
         let configuration = try options.resolve()
+        let sweepInterval = try sweepInterval()
         let logger = LoggingSetup.logger(configuration)
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
@@ -25,8 +40,10 @@ struct Serve: AsyncParsableCommand {
             configuration: PoolConfiguration(conninfo: database.conninfo, maximumConnections: configuration.poolSize),
             logger: logger)
         let dependencies = AppDependencies(
-            configuration: configuration, pool: pool, catalog: catalog, metrics: registry, logger: logger)
-        let app = buildApplication(dependencies)
+            configuration: configuration, pool: pool, catalog: catalog, metrics: registry,
+            consumers: Projections.names, logger: logger)
+        let app = buildApplication(dependencies, services: makeReminderServices(
+            dependencies, conninfo: database.conninfo, expirySweepInterval: sweepInterval))
         logger.info("subledger listening", metadata: [
             "http.host": "\(configuration.host)", "http.port": "\(configuration.port)",
             "db.embedded": "\(database.cluster != nil)",

@@ -1,0 +1,32 @@
+import EventStore
+import Foundation
+import Ledger
+import Logging
+import ServiceLifecycle
+
+/// The projections fed from the event log: what `serve` runs, `/health`
+/// reports the lag of, and `subledger rebuild` replays.
+public enum Projections {
+    public static let names = [ReminderProjection.consumerName]
+
+    public static func all(store: EventStore, catalog: Catalog) -> [any EventConsumer] {
+        [ReminderProjection(store: store, catalog: catalog)]
+    }
+}
+
+/// The reminder workers `serve` runs, in dependency order: the projection's
+/// runner, the expiry sweeper (reads what the projection wrote), the
+/// dispatcher.
+public func makeReminderServices(
+    _ dependencies: AppDependencies, conninfo: String, expirySweepInterval: Duration = .seconds(30)
+) -> [any Service] {
+    let logger = dependencies.logger
+    var services: [any Service] = Projections.all(store: dependencies.store, catalog: dependencies.catalog.catalog).map {
+        ConsumerRunner(store: dependencies.store, consumer: $0, conninfo: conninfo, logger: logger)
+    }
+    services.append(ExpirySweeper(store: dependencies.store, catalog: dependencies.catalog.catalog,
+                                  interval: expirySweepInterval, logger: logger))
+    services.append(ReminderDispatcher(pool: dependencies.pool, store: dependencies.store, conninfo: conninfo,
+                                       settings: ReminderDispatcher.Settings(dependencies.configuration), logger: logger))
+    return services
+}
