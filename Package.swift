@@ -92,8 +92,10 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "TestSupport", "EventStore", "Ledger", "Postgres",
+                "Server", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
             ]
         ),
     ],

@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import EventStore
 import Hummingbird
@@ -18,6 +19,9 @@ public struct AppDependencies: Sendable {
     public var metrics: PrometheusCollectorRegistry
     /// Consumers whose lag `/health` reports.
     public var consumers: [String]
+    /// Verifies App Store notifications; nil: built from the configuration
+    /// (`AppStoreIntegration.makeVerifier`).
+    public var appStoreVerifier: AppStoreVerifier?
 
     public init(configuration: ServerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
                 metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
@@ -79,12 +83,15 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     RemindersController(repository: ReminderRepository(pool: dependencies.pool), keys: dependencies.configuration.apiKeys)
         .addRoutes(to: router)
     let keys = dependencies.configuration.apiKeys
-    let ledger = LedgerService(dependencies)
+    let appStore = AppStoreIntegration(dependencies)
+    var ledger = LedgerService(dependencies)
+    ledger.claimObserver = appStore.claimObserver
     SubscriberController(ledger: ledger, keys: keys).addRoutes(to: router)
     TransactionController(ledger: ledger, keys: keys).addRoutes(to: router)
     ProductsController(catalog: dependencies.catalog, pool: dependencies.pool, keys: keys, logger: dependencies.logger)
         .addRoutes(to: router)
     OpenAPIController().addRoutes(to: router)
+    appStore.addRoutes(to: router, ledger: ledger, keys: keys)
     return router
 }
 

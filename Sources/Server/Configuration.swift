@@ -19,6 +19,10 @@ public struct ServerConfiguration: Sendable {
     public var appStoreVerifyURL: String = "https://buy.itunes.apple.com/verifyReceipt"
     public var appStoreSandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt"
     public var appStoreSharedSecret: String?
+    /// Pauses before each retry of a temporary receipt status (their count is the number of retries).
+    public var appStoreReceiptRetryDelays: [Duration] = [.milliseconds(500), .seconds(1), .seconds(2)]
+    /// How long one `verifyReceipt` call may take.
+    public var appStoreReceiptTimeout: Duration = .seconds(15)
     public var logLevel: Logger.Level = .info
     /// Largest request body accepted, in bytes (the contract's 1 MiB).
     public var maximumBodySize: Int = 1 << 20
