@@ -57,6 +57,9 @@ DECLARE
     current_version bigint;
     key          text;
     fresh        integer;
+    total        integer;
+    known        integer;
+    keys         text[];
     found_position bigint;
     found_version  bigint;
     found_stream   text;
@@ -75,10 +78,12 @@ BEGIN
             SELECT s.version INTO current_version FROM streams s WHERE s.stream_id = target FOR UPDATE;
         END IF;
 
-        SELECT count(*) INTO fresh
-        FROM jsonb_array_elements(stream_entry->'events') e
-        WHERE e->>'key' IS NULL
-           OR NOT EXISTS (SELECT 1 FROM events ev WHERE ev.idempotency_key = e->>'key');
+        -- One index probe for all keys (an anti-join here would scan events).
+        SELECT count(*), array_agg(e->>'key') FILTER (WHERE e->>'key' IS NOT NULL)
+        INTO total, keys
+        FROM jsonb_array_elements(stream_entry->'events') e;
+        SELECT count(*) INTO known FROM events ev WHERE ev.idempotency_key = ANY (keys);
+        fresh := total - known;
 
         IF fresh > 0 AND jsonb_typeof(stream_entry->'expected') = 'number'
            AND (stream_entry->>'expected')::bigint <> current_version THEN
@@ -93,7 +98,7 @@ BEGIN
         LOOP
             key := event_entry->>'key';
             found_position := NULL;
-            IF key IS NOT NULL THEN
+            IF key IS NOT NULL AND known > 0 THEN
                 SELECT ev.position, ev.stream_version, ev.stream_id
                 INTO found_position, found_version, found_stream
                 FROM events ev WHERE ev.idempotency_key = key;
@@ -130,8 +135,8 @@ BEGIN
 
         UPDATE streams SET version = current_version, updated_at = now() WHERE stream_id = target;
     END LOOP;
-
-    -- Delivered at commit, collapsed per transaction; consumers wake and read.
-    PERFORM pg_notify('subledger_events', '');
+    -- No NOTIFY here: a notifying transaction holds a cluster-wide lock from
+    -- its pre-commit to the end of its commit, WAL flush included, which
+    -- serialises every appending writer. The caller notifies after commit.
 END
 $$;

@@ -13,9 +13,20 @@ public struct EventStore: Sendable {
     /// Channel notified by every append's transaction at commit.
     public static let notificationChannel = "subledger_events"
 
+    let signal: AppendSignal
+
     public init(pool: ConnectionPool, logger: Logger = Logger(label: "subledger.event-store")) {
         self.pool = pool
         self.logger = logger
+        self.signal = AppendSignal(pool: pool, logger: logger)
+    }
+
+    /// Runs `body` in a transaction and, once it has committed, wakes the
+    /// consumers. Append inside it with `append(_:on:)`.
+    public func transaction<T>(_ body: (Connection) async throws -> T) async throws -> T {
+        let value = try await pool.withTransaction(body)
+        signal.wakeConsumers()
+        return value
     }
 
     // MARK: Append
@@ -29,13 +40,17 @@ public struct EventStore: Sendable {
     /// stream's expected version holds and everything is stored, or nothing is.
     /// Also the batch path for imports.
     public func append(_ appends: [StreamAppend]) async throws -> [StreamAppendResult] {
-        try await pool.withConnection { connection in
+        let results = try await pool.withConnection { connection in
             try await append(appends, on: connection)
         }
+        if results.contains(where: { !$0.isAllDuplicates }) { signal.wakeConsumers() }
+        return results
     }
 
-    /// Appends within the caller's transaction (or as its own statement), so
-    /// read-model rows written beside it commit or roll back with the events.
+    /// Appends within the caller's transaction, so read-model rows written
+    /// beside it commit or roll back with the events. Use `transaction(_:)`
+    /// around it so consumers are woken after the commit; otherwise they find
+    /// the events at their next poll.
     public func append(_ appends: [StreamAppend], on connection: Connection) async throws -> [StreamAppendResult] {
         guard !appends.isEmpty else { return [] }
         let batch = PostgresJSON(text: Self.batchDocument(appends))
@@ -199,5 +214,44 @@ enum JSONText {
         if let causation = metadata.causationID { fields.append("\"causationID\":" + string(causation)) }
         if let correlation = metadata.correlationID { fields.append("\"correlationID\":" + string(correlation)) }
         return "{" + fields.joined(separator: ",") + "}"
+    }
+}
+
+/// Wakes consumers after appends commit: `NOTIFY` from a statement of its own,
+/// outside the appending transaction, at most one in flight per process (calls
+/// that arrive meanwhile are folded into one more).
+actor AppendSignal {
+    let pool: ConnectionPool
+    let logger: Logger
+    private var isSending = false
+    private var isPending = false
+
+    init(pool: ConnectionPool, logger: Logger) {
+        self.pool = pool
+        self.logger = logger
+    }
+
+    /// Sends the notification in the background: the writer's answer does
+    /// not wait for it (consumers also poll, so it is a latency hint only).
+    nonisolated func wakeConsumers() {
+        Task { await self.appended() }
+    }
+
+    func appended() async {
+        if isSending {
+            isPending = true
+            return
+        }
+        isSending = true
+        repeat {
+            isPending = false
+            do {
+                try await pool.query("SELECT pg_notify(\(EventStore.notificationChannel), '')")
+            } catch {
+                // Consumers poll as well; a lost wake-up only delays them.
+                logger.debug("append notification failed", metadata: ["error": "\(error)"])
+            }
+        } while isPending
+        isSending = false
     }
 }

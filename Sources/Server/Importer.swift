@@ -210,7 +210,7 @@ public struct Importer: Sendable {
             OwnershipClaim(originalTransactionID: original, previousOwner: previous, newOwner: owners[original]!)
         }
         if !appends.isEmpty {
-            let results = try await pool.withTransaction { connection in
+            let results = try await store.transaction { connection in
                 let results = try await store.append(appends, on: connection)
                 try await OwnershipLookup.write(claims: claims, transactions: rows, on: connection)
                 return results

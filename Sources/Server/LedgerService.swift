@@ -112,7 +112,7 @@ public struct LedgerService: Sendable {
                 OwnershipClaim(originalTransactionID: $0, previousOwner: owners[$0], newOwner: subscriberID)
             }
             do {
-                let results = try await pool.withTransaction { connection in
+                let results = try await store.transaction { connection in
                     let results = try await store.append(appends, on: connection)
                     try await OwnershipLookup.write(claims: claims, transactions: rows, on: connection)
                     try await alongside?(connection)

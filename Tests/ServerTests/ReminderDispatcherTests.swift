@@ -16,12 +16,15 @@ struct ReminderDispatcherTests {
                 try await fixture.append("alice", [ReminderFixture.pass("t1", at: Date() - 25 * 86_400)])
                 try await fixture.project()
                 try await fixture.makeDue(lead: "P1D")
-                let dispatcher = fixture.dispatcher(url: url)
+                // A first retry long enough to observe on a loaded machine; then made due by hand.
+                let dispatcher = fixture.dispatcher(url: url, firstRetry: .seconds(10))
 
                 #expect(try await dispatcher.dispatchDue() == 1)
                 let afterFailure = try await fixture.delivery(lead: "P1D")
                 #expect(afterFailure.status == "pending" && afterFailure.attempts == 1 && afterFailure.lastError == "HTTP 500")
                 #expect(afterFailure.retryIn > 0 && afterFailure.retryIn < 30, "first retry within 30 s")
+                #expect(try await dispatcher.dispatchDue() == 0, "not retried before its backoff")
+                try await fixture.makeDue(lead: "P1D")
 
                 try await fixture.dispatch(dispatcher) { await receiver.accepted.count == 1 }
                 let requests = await receiver.requests
@@ -179,9 +182,9 @@ extension ReminderDispatcher {
 }
 
 extension ReminderFixture {
-    func dispatcher(url: String) -> ReminderDispatcher {
+    func dispatcher(url: String, firstRetry: Duration = .milliseconds(100)) -> ReminderDispatcher {
         var settings = ReminderDispatcher.Settings(webhookURL: url, secret: "whsec-test")
-        settings.firstRetry = .milliseconds(100)
+        settings.firstRetry = firstRetry
         settings.pollInterval = .milliseconds(200)
         return ReminderDispatcher(pool: dependencies.pool, store: dependencies.store, conninfo: conninfo, settings: settings)
     }

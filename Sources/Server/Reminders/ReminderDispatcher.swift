@@ -244,7 +244,7 @@ public struct ReminderDispatcher: Service {
         let event = LedgerEvent.reminderSent(ReminderDelivery(
             reminderId: reminder.id, type: reminder.type, group: reminder.group, productId: reminder.productId,
             expiresAt: reminder.expiresAt, lead: reminder.lead, dueAt: reminder.dueAt, date: Date(), attempt: claimed.attempt))
-        try await pool.withTransaction { connection in
+        try await store.transaction { connection in
             try await connection.query("""
                 UPDATE reminders SET status = 'sent', claim_token = NULL, last_error = NULL, updated_at = now()
                 WHERE id = \(reminder.id) AND status <> 'sent'
@@ -265,7 +265,7 @@ public struct ReminderDispatcher: Service {
                 reminderId: reminder.id, type: reminder.type, group: reminder.group, productId: reminder.productId,
                 expiresAt: reminder.expiresAt, lead: reminder.lead, dueAt: reminder.dueAt, date: Date(),
                 attempt: claimed.attempt, error: error))
-            return try await pool.withTransaction { connection in
+            return try await store.transaction { connection in
                 let updated = try await connection.query("""
                     UPDATE reminders SET status = 'failed', claim_token = NULL, last_error = \(error), updated_at = now()
                     WHERE id = \(reminder.id) AND claim_token = \(claimed.token)::uuid AND status = 'pending'

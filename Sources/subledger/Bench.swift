@@ -1,0 +1,168 @@
+import ArgumentParser
+import EventStore
+import Foundation
+import Postgres
+import Server
+
+/// `subledger bench`: append throughput beside PostgreSQL's own insert rate,
+/// measured in the same run on the same server, so the ratios mean something
+/// on a noisy machine.
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure event-store append throughput against PostgreSQL's single-row insert rate.",
+        discussion: """
+            Runs in a scratch database created next to the configured one (and dropped afterwards): \
+            the embedded cluster by default, or the server of DATABASE_URL (which then needs CREATEDB).
+            """)
+
+    @OptionGroup var options: ConfigurationOptions
+
+    @Option(help: "Seconds each measurement runs.")
+    var seconds: Double = 3
+
+    @Option(help: "Concurrent writers in the concurrent measurements.")
+    var writers: Int = 16
+
+    @Option(name: .customLong("batch-size"), help: "Events per batch in the import measurement.")
+    var batchSize: Int = 500
+
+    func run() async throws {
+        let configuration = try options.resolve()
+        let logger = LoggingSetup.logger(configuration)
+        let database = try await PreparedDatabase.prepare(configuration, migrate: false, logger: logger)
+        defer { database.stopIfStarted() }
+        let scratch = "subledger_bench_\(getpid())"
+        let admin = try await Connection.connect(to: database.conninfo)
+        defer { admin.close() }
+        try await admin.execute(unsafeSQL: "CREATE DATABASE \(scratch)")
+        let conninfo = Self.replacingDatabase(in: database.conninfo, with: scratch)
+        do {
+            try await measure(conninfo: conninfo)
+        } catch {
+            try? await admin.execute(unsafeSQL: "DROP DATABASE IF EXISTS \(scratch) WITH (FORCE)")
+            throw error
+        }
+        try await admin.execute(unsafeSQL: "DROP DATABASE IF EXISTS \(scratch) WITH (FORCE)")
+    }
+
+    func measure(conninfo: String) async throws {
+        try await Migrator(migrations: try Migrator.load(from: try SQLDirectory.locate())).migrate(conninfo: conninfo)
+        let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: max(writers, 2)))
+        let store = EventStore(pool: pool)
+        try await pool.query("CREATE TABLE bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, data jsonb NOT NULL)")
+        let payload = #"{"productId":"com.example.pass.30d","transactionId":"1000000001","purchaseDate":"2026-11-22T05:00:00Z"}"#
+        let duration = Duration.milliseconds(Int(seconds * 1000))
+
+        print("subledger bench: \(seconds) s per measurement, \(writers) concurrent writers, batches of \(batchSize)")
+        let baseline1 = try await rate("PostgreSQL INSERT, 1 writer", duration: duration, writers: 1) { _, _ in
+            try await pool.query("INSERT INTO bench_baseline (data) VALUES (\(PostgresJSON(text: payload))::jsonb)")
+            return 1
+        }
+        let append1 = try await rate("append, 1 event per transaction, 1 writer", duration: duration, writers: 1) { writer, count in
+            let version = Int64(count)
+            _ = try await store.append(to: "bench-1-\(writer)", expected: .exact(version),
+                                       events: [NewEvent(type: "purchased", data: Data(payload.utf8), idempotencyKey: "b1-\(writer)-\(count)")])
+            return 1
+        }
+        let baselineN = try await rate("PostgreSQL INSERT, \(writers) writers", duration: duration, writers: writers) { _, _ in
+            try await pool.query("INSERT INTO bench_baseline (data) VALUES (\(PostgresJSON(text: payload))::jsonb)")
+            return 1
+        }
+        let appendN = try await rate("append, 1 event per transaction, \(writers) writers", duration: duration, writers: writers) { writer, count in
+            _ = try await store.append(to: "bench-n-\(writer)", expected: .exact(Int64(count)),
+                                       events: [NewEvent(type: "purchased", data: Data(payload.utf8), idempotencyKey: "bn-\(writer)-\(count)")])
+            return 1
+        }
+        let batchSize = self.batchSize
+        let batch = try await rate("batch import, \(batchSize) events over 100 streams per call", duration: duration, writers: 1) { _, count in
+            let appends = (0..<100).map { stream in
+                StreamAppend(streamID: "bench-import-\(stream)", events: (0..<(batchSize / 100)).map { index in
+                    NewEvent(type: "purchased", data: Data(payload.utf8), idempotencyKey: "bi-\(count)-\(stream)-\(index)")
+                })
+            }
+            _ = try await store.append(appends)
+            return batchSize / 100 * 100
+        }
+        await pool.close()
+
+        print("")
+        print(padded("measurement", 52) + padded("events/s", 12, left: true) + padded("× baseline", 12, left: true))
+        func line(_ name: String, _ value: Double, _ baseline: Double) {
+            print(padded(name, 52) + padded(String(format: "%.0f", value), 12, left: true)
+                + padded(String(format: "%.2f", value / baseline), 12, left: true))
+        }
+        line("PostgreSQL INSERT, 1 writer (baseline)", baseline1, baseline1)
+        line("append, 1 event/transaction, 1 writer", append1, baseline1)
+        line("PostgreSQL INSERT, \(writers) writers (baseline)", baselineN, baselineN)
+        line("append, 1 event/transaction, \(writers) writers", appendN, baselineN)
+        line("batch import (vs 1-writer INSERT)", batch, baseline1)
+    }
+
+    /// Runs `operation` from `writers` tasks for `duration`; returns events per second.
+    func rate(_ name: String, duration: Duration, writers: Int,
+              _ operation: @escaping @Sendable (_ writer: Int, _ count: Int) async throws -> Int) async throws -> Double {
+        let progress = Progress(label: name)
+        let started = ContinuousClock.now
+        let deadline = started + duration
+        let total = try await withThrowingTaskGroup(of: Int.self) { group in
+            for writer in 0..<writers {
+                group.addTask {
+                    var events = 0
+                    var count = 0
+                    while ContinuousClock.now < deadline {
+                        events += try await operation(writer, count)
+                        count += 1
+                        if writer == 0 { progress.update(ContinuousClock.now - started, of: duration) }
+                    }
+                    return events
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        progress.finish(String(format: "%.0f events/s", Double(total) / seconds))
+        return Double(total) / seconds
+    }
+
+    static func replacingDatabase(in conninfo: String, with name: String) -> String {
+        if conninfo.hasPrefix("postgres://") || conninfo.hasPrefix("postgresql://"), var components = URLComponents(string: conninfo) {
+            components.path = "/" + name
+            return components.string ?? conninfo
+        }
+        return conninfo + " dbname=\(name)"
+    }
+}
+
+/// A one-line progress display on a terminal; plain lines otherwise.
+final class Progress: @unchecked Sendable {
+    // Safety: `lastDrawn` is guarded by `lock`.
+    private let label: String
+    private let lock = NSLock()
+    private var lastDrawn = ContinuousClock.now - .seconds(1)
+    private let isTerminal = isatty(STDERR_FILENO) == 1
+
+    init(label: String) { self.label = label }
+
+    func update(_ done: Duration, of total: Duration) {
+        guard isTerminal else { return }
+        lock.withLock {
+            let now = ContinuousClock.now
+            guard now - lastDrawn > .milliseconds(100) else { return }
+            lastDrawn = now
+            let fraction = min(1, done / total)
+            FileHandle.standardError.write(Data(("\r" + padded(label, 58) + String(format: " %3.0f%%", fraction * 100)).utf8))
+        }
+    }
+
+    func finish(_ summary: String) {
+        let prefix = isTerminal ? "\r" : ""
+        FileHandle.standardError.write(Data((prefix + padded(label, 58) + " " + summary + "\n").utf8))
+    }
+}
+
+/// Pads (or keeps) `text` to `width` characters for aligned columns.
+func padded(_ text: String, _ width: Int, left: Bool = false) -> String {
+    let padding = String(repeating: " ", count: max(0, width - text.count))
+    return left ? padding + text : text + padding
+}
