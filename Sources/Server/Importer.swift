@@ -63,6 +63,9 @@ public struct Importer: Sendable {
     public var batchSize = 500
     public var maximumAttempts = 20
     public var now: @Sendable () -> Date = { Date() }
+    /// Told of the original transactions a batch claimed, after it commits
+    /// (App Store notifications waiting for them are applied).
+    public var claimObserver: (@Sendable (_ originalTransactionIDs: [String], _ subscriberID: String) async -> Void)?
 
     public init(pool: ConnectionPool, store: EventStore, catalog: Catalog, restorePolicy: RestorePolicy, logger: Logger) {
         self.pool = pool
@@ -214,6 +217,11 @@ public struct Importer: Sendable {
                 let results = try await store.append(appends, on: connection)
                 try await OwnershipLookup.write(claims: claims, transactions: rows, on: connection)
                 return results
+            }
+            if let claimObserver {
+                for (subscriberID, claimed) in Dictionary(grouping: claims.filter { $0.previousOwner != $0.newOwner }, by: \.newOwner) {
+                    await claimObserver(claimed.map(\.originalTransactionID), subscriberID)
+                }
             }
             // A line a concurrent writer had already stored counts as a duplicate.
             for (result, lines) in zip(results, lineOfEvent) {

@@ -109,7 +109,24 @@ paths:
         "400": {$ref: "#/components/responses/BadRequest"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "403": {$ref: "#/components/responses/Forbidden"}
-        "422": {$ref: "#/components/responses/RuleViolation"}
+        "413": {$ref: "#/components/responses/TooLarge"}
+        "422":
+          description: >-
+            The App Store refused the receipt (receipt_invalid, receipt_shared_secret_mismatch,
+            receipt_environment_mismatch, receipt_account_not_found, receipt_malformed, receipt_rejected)
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Error"}
+        "502":
+          description: The App Store did not answer usably (appstore_unreachable)
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Error"}
+        "503":
+          description: The App Store stayed temporarily unavailable after retries (appstore_unavailable)
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Error"}
   /v1/subscribers/{subscriberId}:
     get:
       tags: [subscribers]
@@ -330,13 +347,19 @@ paths:
       responses:
         "200":
           description: The facts are durably stored (or already were)
-        "400": {$ref: "#/components/responses/BadRequest"}
-        "401":
-          description: The signature or its certificate chain does not verify
+        "400":
+          description: >-
+            Bad JSON, or the signature, its certificate chain, the bundle id or a nested
+            signed payload does not verify (code says which); nothing is stored
           content:
             application/json:
               schema: {$ref: "#/components/schemas/Error"}
         "413": {$ref: "#/components/responses/TooLarge"}
+        "503":
+          description: The App Store integration is not configured (appstore_not_configured)
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Error"}
   /health:
     get:
       tags: [operations]

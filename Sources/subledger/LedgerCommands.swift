@@ -173,6 +173,11 @@ struct Import: AsyncParsableCommand {
                                     catalog: database.catalog.catalog, restorePolicy: database.configuration.restorePolicy,
                                     logger: database.logger)
             importer.batchSize = batchSize
+            if !database.configuration.appStoreRootCertificates.isEmpty {
+                let dependencies = AppDependencies(configuration: database.configuration, pool: database.pool,
+                                                   catalog: database.catalog, logger: database.logger)
+                importer.claimObserver = AppStoreIntegration(dependencies).claimObserver
+            }
             var reported = 0
             defer { if onTerminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) } }
             return try await importer.importLines(NDJSONReader(handle: handle)) { progress in

@@ -39,9 +39,19 @@ struct Serve: AsyncParsableCommand {
         let pool = ConnectionPool(
             configuration: PoolConfiguration(conninfo: database.conninfo, maximumConnections: configuration.poolSize),
             logger: logger)
-        let dependencies = AppDependencies(
+        var dependencies = AppDependencies(
             configuration: configuration, pool: pool, catalog: catalog, metrics: registry,
             consumers: Projections.names, logger: logger)
+        // Half-configured or unreadable App Store settings stop the start,
+        // rather than a server that refuses every notification later.
+        if !configuration.appStoreRootCertificates.isEmpty || configuration.appStoreBundleID != nil {
+            do {
+                dependencies.appStoreVerifier = try AppStoreIntegration.makeVerifier(configuration)
+            } catch {
+                database.stopIfStarted()
+                throw ValidationError("App Store notifications: \(error)")
+            }
+        }
         let app = buildApplication(dependencies, services: makeReminderServices(
             dependencies, conninfo: database.conninfo, expirySweepInterval: sweepInterval))
         logger.info("subledger listening", metadata: [

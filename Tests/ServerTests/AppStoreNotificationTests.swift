@@ -315,6 +315,28 @@ struct AppStoreNotificationTests {
         }
     }
 
+    /// The same as above when the original arrives through `subledger import`.
+    @Test func anImportThatClaimsTheOriginalAppliesTheWaitingNotification() async throws {
+        try await withAppStore { app in
+            var renewal = TestAppStore.subscription(transactionId: "3100000000000002", originalTransactionId: "3100000000000001",
+                                                    purchaseDate: TestAppStore.date("2025-04-01T11:59:00Z"),
+                                                    expiresDate: TestAppStore.date("2025-05-01T11:59:00Z"))
+            renewal.appAccountToken = nil
+            let pending = try await app.notify(.didRenew, transaction: renewal, signedDate: "2025-04-01T12:00:00Z")
+            #expect(pending.json["status"]?.string == "pending")
+
+            var importer = Importer(pool: app.dependencies.pool, store: app.dependencies.store,
+                                    catalog: app.dependencies.catalog.catalog, restorePolicy: .transfer, logger: app.dependencies.logger)
+            importer.claimObserver = AppStoreIntegration(app.dependencies).claimObserver
+            let line = #"{"subscriberId": "carol", "type": "purchase", "transactionId": "3100000000000001", "productId": "com.example.pro.monthly", "purchaseDate": "2025-03-01T11:59:00Z", "expiresDate": "2025-04-01T11:59:00Z"}"#
+            let summary = try await importer.importLines([ImportLine(number: 1, text: Data(line.utf8))])
+            #expect(summary.imported == 1)
+            let history = try await app.client.get("/v1/subscribers/carol/history").json["events"]?.array ?? []
+            #expect(history.map { $0["type"]?.string } == ["purchased", "renewed"])
+            #expect(try await app.row(pending.json["notificationUUID"]?.string ?? "").dropFirst(3).prefix(4) == ["carol", "transaction_owner", "applied", "true"])
+        }
+    }
+
     @Test func aNotificationBeforeItsPurchaseWaitsForIt() async throws {
         try await withAppStore { app in
             // Attributed by the token, but the purchase it is about has not arrived yet.
