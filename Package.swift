@@ -81,8 +81,8 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["Ledger"]),
-        .testTarget(
-            name: "AppStoreTests",
+        .target(
+            name: "AppStoreTesting",
             dependencies: [
                 "AppStore", "Ledger",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -90,9 +90,17 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "AppStoreTests",
+            dependencies: [
+                "AppStore", "Ledger", "AppStoreTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
+        .testTarget(
             name: "ServerTests",
             dependencies: [
-                "Server", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStore",
+                "Server", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),

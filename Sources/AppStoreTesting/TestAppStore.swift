@@ -1,5 +1,5 @@
-// Copied from Tests/AppStoreTests/TestAppStore.swift (test targets cannot share
-// files): Apple-shaped certificate chains and signed notifications.
+// Test support shared by the AppStore and Server tests: Apple-shaped
+// certificate chains and signed App Store data. Not used by the product.
 import AppStore
 import Crypto
 import Foundation
@@ -8,29 +8,38 @@ import X509
 /// A stand-in for Apple's signing: a root CA → intermediate CA (with Apple's
 /// WWDR marker) → leaf (with the receipt-signer marker) on P-256 keys, and
 /// ES256 compact JWS signed with the leaf, shaped like App Store data.
-struct TestAppStore: Sendable {
-    struct Authority: @unchecked Sendable {
-        var key: P256.Signing.PrivateKey
-        var certificate: Certificate
+public struct TestAppStore: Sendable {
+    public struct Authority: @unchecked Sendable {
+        public var key: P256.Signing.PrivateKey
+        public var certificate: Certificate
     }
 
     /// How to shape the chain; each field bends one thing a test rejects.
-    struct Options {
-        var rootName = "Test Apple Root CA - G3"
-        var leafHasMarker = true
-        var intermediateHasMarker = true
-        var leafValidity = TestAppStore.date("2020-01-01T00:00:00Z")...TestAppStore.date("2040-01-01T00:00:00Z")
+    public struct Options {
+        public var rootName = "Test Apple Root CA - G3"
+        public var leafHasMarker = true
+        public var intermediateHasMarker = true
+        public var leafValidity = TestAppStore.date("2020-01-01T00:00:00Z")...TestAppStore.date("2040-01-01T00:00:00Z")
         /// Sign the leaf with the root directly (x5c still carries the intermediate).
-        var leafIssuedByRoot = false
+        public var leafIssuedByRoot = false
+
+        public init(rootName: String = "Test Apple Root CA - G3", leafHasMarker: Bool = true, intermediateHasMarker: Bool = true,
+                    leafValidity: ClosedRange<Date>? = nil, leafIssuedByRoot: Bool = false) {
+            self.rootName = rootName
+            self.leafHasMarker = leafHasMarker
+            self.intermediateHasMarker = intermediateHasMarker
+            if let leafValidity { self.leafValidity = leafValidity }
+            self.leafIssuedByRoot = leafIssuedByRoot
+        }
     }
 
-    static let bundleID = "com.example.subledger"
+    public static let bundleID = "com.example.subledger"
 
-    let root: Authority
-    let intermediate: Authority
-    let leaf: Authority
+    public let root: Authority
+    public let intermediate: Authority
+    public let leaf: Authority
 
-    init(_ options: Options = Options()) throws {
+    public init(_ options: Options = Options()) throws {
         let longAgo = Self.date("2015-01-01T00:00:00Z"), farAhead = Self.date("2045-01-01T00:00:00Z")
         let rootKey = P256.Signing.PrivateKey()
         let rootName = try DistinguishedName { CommonName(options.rootName); OrganizationName("Apple Inc.") }
@@ -56,10 +65,10 @@ struct TestAppStore: Sendable {
     }
 
     // Apple's marker extensions hold an ASN.1 NULL.
-    static let intermediateMarker = Certificate.Extension(oid: [1, 2, 840, 113635, 100, 6, 2, 1], critical: false, value: [0x05, 0x00])
-    static let leafMarker = Certificate.Extension(oid: [1, 2, 840, 113635, 100, 6, 11, 1], critical: false, value: [0x05, 0x00])
+    public static let intermediateMarker = Certificate.Extension(oid: [1, 2, 840, 113635, 100, 6, 2, 1], critical: false, value: [0x05, 0x00])
+    public static let leafMarker = Certificate.Extension(oid: [1, 2, 840, 113635, 100, 6, 11, 1], critical: false, value: [0x05, 0x00])
 
-    static func makeCertificate(subject: DistinguishedName, publicKey: P256.Signing.PublicKey, issuer: DistinguishedName,
+    public static func makeCertificate(subject: DistinguishedName, publicKey: P256.Signing.PublicKey, issuer: DistinguishedName,
                                 issuerKey: P256.Signing.PrivateKey, validity: ClosedRange<Date>, isAuthority: Bool,
                                 marker: Certificate.Extension?) throws -> Certificate {
         let extensions = try Certificate.Extensions {
@@ -78,21 +87,21 @@ struct TestAppStore: Sendable {
             extensions: extensions, issuerPrivateKey: .init(issuerKey))
     }
 
-    var verifier: AppStoreVerifier { AppStoreVerifier(rootCertificates: [root.certificate], bundleID: Self.bundleID) }
+    public var verifier: AppStoreVerifier { AppStoreVerifier(rootCertificates: [root.certificate], bundleID: Self.bundleID) }
 
     /// x5c as Apple sends it: standard base64 DER, leaf first.
-    var x5c: [String] {
+    public var x5c: [String] {
         get throws { try [leaf, intermediate, root].map { try Self.der($0.certificate).base64EncodedString() } }
     }
 
-    static func der(_ certificate: Certificate) throws -> Data {
+    public static func der(_ certificate: Certificate) throws -> Data {
         Data(try certificate.serializeAsPEM().derBytes)
     }
 
     // MARK: - Signing
 
     /// Signs raw payload bytes; `header` overrides the standard ES256 header.
-    func sign(payload: Data, header: [String: Any]? = nil) throws -> String {
+    public func sign(payload: Data, header: [String: Any]? = nil) throws -> String {
         let header = try header ?? ["alg": "ES256", "x5c": x5c]
         let headerPart = Self.base64URL(try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys]))
         let signingInput = headerPart + "." + Self.base64URL(payload)
@@ -100,13 +109,13 @@ struct TestAppStore: Sendable {
         return signingInput + "." + Self.base64URL(signature.rawRepresentation)
     }
 
-    func sign(_ value: some Encodable) throws -> String {
+    public func sign(_ value: some Encodable) throws -> String {
         try sign(payload: Self.encoder.encode(value))
     }
 
     /// A notification's `signedPayload`, with the transaction and renewal
     /// info signed inside it.
-    func signedNotification(_ type: NotificationType, _ subtype: NotificationSubtype? = nil,
+    public func signedNotification(_ type: NotificationType, _ subtype: NotificationSubtype? = nil,
                             transaction: TransactionInfo? = nil, renewal: RenewalInfo? = nil,
                             bundleID: String = TestAppStore.bundleID, environment: AppStoreEnvironment = .sandbox,
                             signedDate: Date = TestAppStore.signedDate, uuid: String = UUID().uuidString.lowercased()) throws -> String {
@@ -119,16 +128,16 @@ struct TestAppStore: Sendable {
         return try sign(payload)
     }
 
-    func body(signedPayload: String) throws -> Data {
+    public func body(signedPayload: String) throws -> Data {
         try JSONSerialization.data(withJSONObject: ["signedPayload": signedPayload])
     }
 
     // MARK: - Payloads
 
-    static let signedDate = date("2025-03-01T12:00:00Z")
-    static let subscriberID = "6F1C3B8E-2A44-4C1B-9E0D-5B7A1C2D3E4F"
+    public static let signedDate = date("2025-03-01T12:00:00Z")
+    public static let subscriberID = "6F1C3B8E-2A44-4C1B-9E0D-5B7A1C2D3E4F"
 
-    static func subscription(transactionId: String = "2000000000000002", originalTransactionId: String = "2000000000000001",
+    public static func subscription(transactionId: String = "2000000000000002", originalTransactionId: String = "2000000000000001",
                              productId: String = "com.example.pro.monthly",
                              purchaseDate: Date = date("2025-03-01T11:59:00Z"),
                              expiresDate: Date = date("2025-04-01T11:59:00Z"),
@@ -141,7 +150,7 @@ struct TestAppStore: Sendable {
                         environment: .sandbox)
     }
 
-    static func renewalInfo(autoRenew: Bool = true, gracePeriodExpiresDate: Date? = nil,
+    public static func renewalInfo(autoRenew: Bool = true, gracePeriodExpiresDate: Date? = nil,
                             originalTransactionId: String = "2000000000000001") -> RenewalInfo {
         RenewalInfo(originalTransactionId: originalTransactionId, productId: "com.example.pro.monthly",
                     autoRenewProductId: "com.example.pro.monthly", autoRenewStatus: autoRenew ? 1 : 0,
@@ -151,25 +160,25 @@ struct TestAppStore: Sendable {
 
     // MARK: - Encoding
 
-    static let encoder: JSONEncoder = {
+    public static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .millisecondsSince1970
         encoder.outputFormatting = .sortedKeys
         return encoder
     }()
 
-    static func base64URL(_ data: Data) -> String {
+    public static func base64URL(_ data: Data) -> String {
         data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
-    static func decodeBase64URL(_ text: Substring) -> Data {
+    public static func decodeBase64URL(_ text: Substring) -> Data {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         return Data(base64Encoded: base64)!
     }
 
-    static func date(_ text: String) -> Date {
+    public static func date(_ text: String) -> Date {
         ISO8601DateFormatter().date(from: text)!
     }
 }
