@@ -80,7 +80,7 @@ let package = Package(
         ),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
-        .testTarget(name: "LedgerTests", dependencies: ["Ledger"]),
+        .testTarget(name: "LedgerTests", dependencies: ["Ledger", "TestSupport"]),
         .target(
             name: "AppStoreTesting",
             dependencies: [

@@ -1,3 +1,4 @@
+import TestSupport
 import EventStore
 import Foundation
 import Postgres
@@ -71,7 +72,7 @@ struct ConsumerTests {
         let (store, _) = try await makeStore()
         try await CountingConsumer.createTables(on: store.pool)
         let consumer = CountingConsumer()
-        var generator = SeededGenerator(state: 20261122)
+        var generator = SplitMix64(seed: 20261122)
         var batches = [[StreamAppend]]()
         for _ in 0..<200 {
             let streams = Int.random(in: 1...3, using: &generator)

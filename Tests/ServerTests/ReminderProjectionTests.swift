@@ -84,7 +84,7 @@ struct ReminderProjectionTests {
     /// being appended), then rebuilt in one go: the same rows.
     @Test func aRebuiltProjectionEqualsTheLiveOne() async throws {
         try await ReminderFixture.with { fixture in
-            var generator = ReminderRandom(state: 20261122)
+            var generator = SplitMix64(seed: 20261122)
             let now = Date()
             var sequence = 0
             for round in 0..<60 {
@@ -144,17 +144,6 @@ struct ReminderProjectionTests {
     }
 }
 
-/// A seeded generator, so a failing history reproduces.
-struct ReminderRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// A fresh database with the reminder projection, and helpers to append facts
 /// and look at the rows.
