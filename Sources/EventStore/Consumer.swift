@@ -14,6 +14,13 @@ public protocol EventConsumer: Sendable {
     func handle(_ events: [RecordedEvent], on connection: Connection) async throws
     /// Empties the read model (for a rebuild), in the rebuild's transaction.
     func reset(on connection: Connection) async throws
+    /// Called after a rebuild replayed every event, in the same transaction:
+    /// restore state the read model keeps that the events do not carry.
+    func finishRebuild(on connection: Connection) async throws
+}
+
+extension EventConsumer {
+    public func finishRebuild(on connection: Connection) async throws {}
 }
 
 extension EventStore {
@@ -92,6 +99,7 @@ extension EventStore {
                     total += events.count
                     progress(total)
                 }
+                try await consumer.finishRebuild(on: connection)
                 try await saveCheckpoint(position, of: consumer.name, on: connection)
                 return total
             }

@@ -43,11 +43,13 @@ struct FieldReader {
     func date(_ key: String) throws(LedgerError) -> Date? {
         guard let value = value(key) else { return nil }
         guard case .string(let text) = value else {
-            throw .invalidField(name(key), expected: "an RFC 3339 date-time string such as \"2024-01-31T12:00:00Z\"",
+            throw .invalidField(name(key), expected: "an RFC 3339 date-time string such as \"2024-01-31T12:00:00Z\" (years 1970 to 9999)",
                                 got: value.kindDescription)
         }
-        guard let date = RFC3339.parse(text) else {
-            throw .invalidField(name(key), expected: "an RFC 3339 date-time such as \"2024-01-31T12:00:00Z\"",
+        // Facts before 1970 do not exist in the App Store; refusing them also
+        // keeps every stored date inside what PostgreSQL can hold.
+        guard let date = RFC3339.parse(text), date.timeIntervalSince1970 >= 0 else {
+            throw .invalidField(name(key), expected: "an RFC 3339 date-time such as \"2024-01-31T12:00:00Z\" (years 1970 to 9999)",
                                 got: "\"\(text.prefix(64))\"")
         }
         return date

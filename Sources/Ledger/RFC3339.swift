@@ -32,7 +32,7 @@ public enum RFC3339 {
               let day = digits(2), expect("Tt "), let hour = digits(2), expect(":"),
               let minute = digits(2), expect(":"), let second = digits(2)
         else { return nil }
-        guard (1...12).contains(month), day >= 1, day <= CivilDate.daysInMonth(year: year, month: month),
+        guard year >= 1, (1...12).contains(month), day >= 1, day <= CivilDate.daysInMonth(year: year, month: month),
               hour <= 23, minute <= 59, second <= 59
         else { return nil }
 
@@ -74,8 +74,13 @@ public enum RFC3339 {
 
         let days = CivilDate.daysFromCivil(year: year, month: month, day: day)
         let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
+        // An offset must not carry 0001-01-01 back into year 0, which PostgreSQL cannot store.
+        guard seconds >= Self.firstInstantOfYearOne else { return nil }
         return date(milliseconds: seconds * 1000 + Int64(milliseconds))
     }
+
+    /// 0001-01-01T00:00:00Z in seconds since 1970.
+    static let firstInstantOfYearOne = Int64(CivilDate.daysFromCivil(year: 1, month: 1, day: 1)) * 86_400
 
     /// Formats as UTC: `2024-01-31T12:00:00Z` or `2024-01-31T12:00:00.250Z`.
     public static func format(_ date: Date) -> String {

@@ -24,6 +24,9 @@ public final class Connection: @unchecked Sendable {
     private var cancelHandle: OpaquePointer?
     private var brokenFlag = false
     private var closed = false
+    /// The job whose statement is on the wire, so a cancel reaches only it.
+    private var runningJob: UInt64?
+    private var nextJob: UInt64 = 0
     public let logger: Logger
 
     private init(handle: OpaquePointer, executor: BlockingExecutor, logger: Logger) {
@@ -45,7 +48,7 @@ public final class Connection: @unchecked Sendable {
         let executor = BlockingExecutor(name: "postgres-connection")
         let handle: OpaquePointer = try await withCheckedThrowingContinuation { continuation in
             let accepted = executor.submit {
-                guard let handle = PQconnectdb(conninfo) else {
+                guard let handle = Connection.connectWithDefaults(conninfo) else {
                     continuation.resume(throwing: PostgresError(code: .connectionFailed, message: "libpq could not allocate a connection"))
                     return
                 }
@@ -191,7 +194,7 @@ public final class Connection: @unchecked Sendable {
     /// the server (a restart sends a termination message and closes the socket).
     public func isUsableForReuse() async -> Bool {
         do {
-            return try await run { handle throws(PostgresError) in
+            return try await run(ignoringCancellation: true) { handle throws(PostgresError) in
                 guard PQstatus(handle) == CONNECTION_OK else { return false }
                 // An idle pooled connection has nothing to hear; if the server
                 // spoke, it was to end the session (shutdown, restart, kill).
@@ -215,6 +218,10 @@ public final class Connection: @unchecked Sendable {
         _ body: @escaping @Sendable (OpaquePointer) throws(PostgresError) -> T
     ) async throws -> T {
         if !ignoringCancellation { try Task.checkCancellation() }
+        let job = lock.withLock {
+            nextJob += 1
+            return nextJob
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
                 let accepted = executor.submit { [self] in
@@ -222,19 +229,23 @@ public final class Connection: @unchecked Sendable {
                         continuation.resume(throwing: PostgresError(code: .invalidState, message: "connection is closed"))
                         return
                     }
+                    lock.withLock { runningJob = job }
+                    let result: Result<T, PostgresError>
                     do throws(PostgresError) {
-                        continuation.resume(returning: try body(handle))
+                        result = .success(try body(handle))
                     } catch {
                         if error.isConnectionBroken || PQstatus(handle) != CONNECTION_OK { markBroken() }
-                        continuation.resume(throwing: error)
+                        result = .failure(error)
                     }
+                    lock.withLock { runningJob = nil }
+                    continuation.resume(with: result)
                 }
                 if !accepted {
                     continuation.resume(throwing: PostgresError(code: .invalidState, message: "connection is closed"))
                 }
             }
         } onCancel: {
-            if !ignoringCancellation { self.cancelRunningStatement() }
+            if !ignoringCancellation { self.cancel(job: job) }
         }
     }
 
@@ -242,12 +253,15 @@ public final class Connection: @unchecked Sendable {
         lock.withLock { brokenFlag = true }
     }
 
-    /// Asks the server to cancel whatever this connection is running.
-    public func cancelRunningStatement() {
+    /// Cancels `job`'s statement if it is the one running. The server acts on
+    /// a cancel request asynchronously, so it could still land on the next
+    /// statement: the connection is then not trusted again (the pool drops it).
+    private func cancel(job: UInt64) {
         lock.withLock {
-            guard let cancelHandle, !closed else { return }
+            guard runningJob == job, let cancelHandle, !closed else { return }
             var buffer = [CChar](repeating: 0, count: 256)
             _ = PQcancel(cancelHandle, &buffer, Int32(buffer.count))
+            brokenFlag = true
         }
     }
 }
@@ -255,6 +269,19 @@ public final class Connection: @unchecked Sendable {
 // MARK: - libpq plumbing (called on the connection's thread only)
 
 extension Connection {
+    /// `PQconnectdbParams` with a connect timeout the conninfo may override
+    /// (later keywords win, and the expanded conninfo comes last), so an
+    /// unreachable host fails in seconds instead of the kernel's minutes.
+    static func connectWithDefaults(_ conninfo: String) -> OpaquePointer? {
+        let keywords: [String?] = ["connect_timeout", "dbname", nil]
+        let values: [String?] = ["10", conninfo, nil]
+        return withCStringArray(keywords) { keywordPointers in
+            withCStringArray(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+    }
+
     static func errorMessage(_ handle: OpaquePointer) -> String {
         guard let message = PQerrorMessage(handle) else { return "unknown libpq error" }
         return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -75,6 +75,7 @@ public actor ConnectionPool: Service {
     /// Takes a connection; pair with `release`.
     public func lease() async throws -> Connection {
         while true {
+            try Task.checkCancellation()
             guard !isClosed else { throw PostgresError(code: .poolClosed, message: "the connection pool is closed") }
             if let connection = idle.popLast() {
                 if await connection.isUsableForReuse() { return connection }

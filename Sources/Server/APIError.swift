@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Ledger
 import Logging
+import Postgres
 
 /// An error answered as `{"error": {"code", "message", "field"}}`.
 public struct APIError: Error, HTTPResponseError, Sendable {
@@ -67,6 +68,16 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 APIError(error.status, code: "http_\(error.status.code)", message: error.body ?? error.status.reasonPhrase)
             }
             return try apiError.response(from: request, context: context)
+        } catch let error as PostgresError where error.code == .poolTimeout || error.code == .poolClosed
+            || error.isConnectionBroken
+        {
+            // Overload or a database away: temporary, so 503 and not a server bug.
+            logger.warning("database unavailable for a request", metadata: [
+                "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(error)",
+            ])
+            return try APIError(.serviceUnavailable, code: "database_unavailable",
+                                message: "the database is busy or unreachable; retry shortly")
+                .response(from: request, context: context)
         } catch {
             logger.error("request failed", metadata: [
                 "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(String(reflecting: error))",

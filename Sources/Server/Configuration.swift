@@ -148,7 +148,7 @@ public struct APIKeys: Sendable {
 
 /// Compares two byte strings without an early exit on the first difference.
 func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-    var difference = UInt8(truncatingIfNeeded: lhs.count ^ rhs.count)
+    var difference: UInt8 = lhs.count == rhs.count ? 0 : 1
     let length = max(lhs.count, rhs.count)
     for index in 0..<length {
         let left = index < lhs.count ? lhs[index] : 0

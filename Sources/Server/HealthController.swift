@@ -45,15 +45,35 @@ struct HealthController {
 
 struct DeadlineExceeded: Error {}
 
-/// Runs `body`, failing with `DeadlineExceeded` when it takes longer than `limit`.
+/// Runs `body`, failing with `DeadlineExceeded` when it takes longer than
+/// `limit`. Answers at the deadline even if `body` ignores cancellation (a
+/// task group would wait for it): the work is cancelled and left to finish.
 func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            throw DeadlineExceeded()
+    let outcome = FirstOutcome<T>()
+    return try await withCheckedThrowingContinuation { continuation in
+        outcome.continuation = continuation
+        let work = Task {
+            do { outcome.resume(with: .success(try await body())) } catch { outcome.resume(with: .failure(error)) }
         }
-        defer { group.cancelAll() }
-        return try await group.next()!
+        Task {
+            try? await Task.sleep(for: limit)
+            outcome.resume(with: .failure(DeadlineExceeded()))
+            work.cancel()
+        }
+    }
+}
+
+/// Resumes a continuation with whichever outcome comes first.
+final class FirstOutcome<T: Sendable>: @unchecked Sendable {
+    // Safety: `continuation` is set before either task starts and read under `lock`.
+    private let lock = NSLock()
+    var continuation: CheckedContinuation<T, Error>?
+
+    func resume(with result: Result<T, Error>) {
+        let waiting: CheckedContinuation<T, Error>? = lock.withLock {
+            defer { continuation = nil }
+            return continuation
+        }
+        waiting?.resume(with: result)
     }
 }

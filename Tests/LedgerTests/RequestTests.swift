@@ -35,6 +35,9 @@ struct RequestTests {
         (#"{"type": "purchase", "transactionId": "1", "productId": "p"}"#, "missing_field", "purchaseDate"),
         (#"{"type": "purchase", "transactionId": "1", "productId": "p", "purchaseDate": "2024-01-01"}"#, "invalid_field", "purchaseDate"),
         (#"{"type": "purchase", "transactionId": "1", "productId": "p", "purchaseDate": 1704067200}"#, "invalid_field", "purchaseDate"),
+        // Year 0 cannot be stored; before it was refused here it stalled the reminder projection.
+        (#"{"type": "purchase", "transactionId": "1", "productId": "p", "purchaseDate": "0000-06-01T00:00:00Z"}"#, "invalid_field", "purchaseDate"),
+        (#"{"type": "purchase", "transactionId": "1", "productId": "p", "purchaseDate": "1969-12-31T23:59:59Z"}"#, "invalid_field", "purchaseDate"),
         (#"{"type": "purchase", "transactionId": "1", "productId": "p", "purchaseDate": "2024-01-01T00:00:00Z", "quantity": 0}"#, "invalid_field", "quantity"),
         (#"{"type": "purchase", "transactionId": "1", "productId": "p", "purchaseDate": "2024-01-01T00:00:00Z", "quantity": 1.5}"#, "invalid_field", "quantity"),
         (#"{"type": "purchase", "transactionId": "1", "productId": "p", "purchaseDate": "2024-01-01T00:00:00Z", "autoRenew": "yes"}"#, "invalid_field", "autoRenew"),

@@ -127,6 +127,32 @@ struct ReminderProjectionTests {
         }
     }
 
+    /// The dispatcher's lease and retry count are not in the events: a rebuild
+    /// must keep them, or a reminder being delivered could be claimed and sent
+    /// again by another dispatcher.
+    @Test func aRebuildKeepsTheDispatchersLeaseAndAttempts() async throws {
+        try await ReminderFixture.with { fixture in
+            let now = Date()
+            try await fixture.append("alice", [ReminderFixture.pass("t1", at: now - 10 * 86_400)])
+            try await fixture.project()
+            let pool = fixture.dependencies.pool
+            let id = try #require(try await pool.query(
+                "SELECT id FROM reminders WHERE status = 'pending' ORDER BY due_at LIMIT 1").first?.decode(String.self, at: 0))
+            let token = UUID()
+            try await pool.query("""
+                UPDATE reminders SET attempts = 3, claim_token = \(token), next_attempt_at = now() + interval '1 hour',
+                                     last_error = 'HTTP 500'
+                WHERE id = \(id)
+                """)
+            let before = try await pool.query(
+                "SELECT attempts, claim_token::text, next_attempt_at, last_error FROM reminders WHERE id = \(id)").first?.values
+            try await fixture.dependencies.store.rebuild(fixture.projection, batchSize: 2)
+            let after = try await pool.query(
+                "SELECT attempts, claim_token::text, next_attempt_at, last_error FROM reminders WHERE id = \(id)").first?.values
+            #expect(before != nil && after == before)
+        }
+    }
+
     @Test func theScheduleIsAPureFunctionOfTheSequence() {
         let end = Date(timeIntervalSince1970: 1_800_000_000)
         func desired(_ lead: ISODuration, _ end: Date) -> DesiredReminder {

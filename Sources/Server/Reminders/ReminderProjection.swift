@@ -45,9 +45,27 @@ public struct ReminderProjection: EventConsumer {
         }
     }
 
+    /// The dispatcher's bookkeeping (attempts, lease, last error) is not in
+    /// the events: it is set aside here and put back by `finishRebuild`, so a
+    /// rebuild neither drops a running delivery's lease (which would let
+    /// another dispatcher send it again) nor restarts its backoff.
     public func reset(on connection: Connection) async throws {
+        try await connection.query("""
+            CREATE TEMP TABLE reminder_delivery_kept ON COMMIT DROP AS
+            SELECT id, attempts, next_attempt_at, claim_token, last_error FROM reminders WHERE status = 'pending'
+            """)
         try await connection.query("DELETE FROM reminders")
         try await connection.query("DELETE FROM reminder_subscribers")
+    }
+
+    public func finishRebuild(on connection: Connection) async throws {
+        try await connection.query("""
+            UPDATE reminders r
+            SET attempts = k.attempts, next_attempt_at = k.next_attempt_at, claim_token = k.claim_token, last_error = k.last_error
+            FROM reminder_delivery_kept k
+            WHERE r.id = k.id AND r.status = 'pending'
+            """)
+        try await connection.query("DROP TABLE reminder_delivery_kept")
     }
 
     static func subscriberID(ofStream streamID: String) -> String? {
