@@ -44,6 +44,7 @@ public struct ConsumerRunner: Service {
     /// The loop, usable without a service group (tests).
     public func runUntilCancelled() async {
         let batches = Counter(label: "subledger_consumer_batches_total", dimensions: [("consumer", consumer.name)])
+        let lag = Gauge(label: "subledger_consumer_lag_events", dimensions: [("consumer", consumer.name)])
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
                 let connection = try await Connection.connect(to: conninfo, logger: logger)
@@ -55,6 +56,8 @@ public struct ConsumerRunner: Service {
                     let handled = try await store.processBatch(consumer, limit: batchSize, on: connection)
                     if handled > 0 { batches.increment() }
                     if handled < batchSize {
+                        // Caught up as far as commit order allows: publish what remains, then wait.
+                        lag.record(try await store.lag(of: consumer.name))
                         _ = try await connection.waitForNotification(timeout: pollInterval)
                     }
                 }
