@@ -64,15 +64,9 @@ public struct NotificationData: Sendable, Hashable, Codable {
 
 /// Apple's `notificationType`. A string wrapper, not a closed enum, so a type
 /// Apple adds later still decodes (and is acknowledged without facts).
-public struct NotificationType: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+public struct NotificationType: AppleStringValue {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
-    public var description: String { rawValue }
 
     public static let subscribed = NotificationType(rawValue: "SUBSCRIBED")
     public static let didRenew = NotificationType(rawValue: "DID_RENEW")
@@ -95,15 +89,9 @@ public struct NotificationType: RawRepresentable, Sendable, Hashable, Codable, C
 }
 
 /// Apple's `subtype`, open for the same reason as `NotificationType`.
-public struct NotificationSubtype: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+public struct NotificationSubtype: AppleStringValue {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
-    public var description: String { rawValue }
 
     public static let initialBuy = NotificationSubtype(rawValue: "INITIAL_BUY")
     public static let resubscribe = NotificationSubtype(rawValue: "RESUBSCRIBE")
@@ -124,18 +112,24 @@ public struct NotificationSubtype: RawRepresentable, Sendable, Hashable, Codable
 }
 
 /// Apple's `environment`: `Production`, `Sandbox`, or the local-testing ones.
-public struct AppStoreEnvironment: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+public struct AppStoreEnvironment: AppleStringValue {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
-    public var description: String { rawValue }
 
     public static let production = AppStoreEnvironment(rawValue: "Production")
     public static let sandbox = AppStoreEnvironment(rawValue: "Sandbox")
     public static let xcode = AppStoreEnvironment(rawValue: "Xcode")
     public static let localTesting = AppStoreEnvironment(rawValue: "LocalTesting")
+}
+
+/// One of Apple's string enumerations, kept open: a value Apple adds later
+/// still decodes. Coded as the bare string (the standard library's
+/// `RawRepresentable` coding); described by it too.
+public protocol AppleStringValue: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible
+where RawValue == String {
+    init(rawValue: String)
+}
+
+extension AppleStringValue {
+    public var description: String { rawValue }
 }

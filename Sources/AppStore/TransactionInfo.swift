@@ -50,15 +50,9 @@ public struct TransactionInfo: Sendable, Hashable, Codable {
     }
 
     /// Apple's `type` of the product bought.
-    public struct ProductType: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    public struct ProductType: AppleStringValue {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(rawValue)
-        }
-        public var description: String { rawValue }
 
         public static let autoRenewable = ProductType(rawValue: "Auto-Renewable Subscription")
         public static let nonConsumable = ProductType(rawValue: "Non-Consumable")

@@ -241,6 +241,18 @@ public struct Decider: Sendable {
                               now: Date, source: String) throws(LedgerError) -> Decision {
         let transactionID = request.transactionId!
         if ledger.keys.contains("refund:" + transactionID) { return Decision() }
+        let recorded = try heldTransaction(transactionID, request: request, ledger: ledger, owner: owner)
+        let original = recorded.fact.originalTransactionId
+        let refund = RefundFact(transactionId: transactionID, originalTransactionId: original, productId: recorded.fact.productId,
+                                revocationDate: request.revocationDate ?? now, reason: request.reason,
+                                environment: request.environment, source: source)
+        return Decision(events: [.refunded(refund)])
+    }
+
+    /// The subscriber's record of a transaction a refund or its reversal names:
+    /// 404 when it is not recorded here, 409 when another subscriber holds it.
+    private func heldTransaction(_ transactionID: String, request: FactRequest, ledger: SubscriberLedger,
+                                 owner: (String) -> String?) throws(LedgerError) -> SubscriberLedger.TransactionRecord {
         guard let recorded = ledger.transactions[transactionID] else {
             if let original = request.originalTransactionId, let other = owner(original), other != ledger.subscriberID {
                 throw ownedByOther(original, field: "transactionId")
@@ -248,14 +260,10 @@ public struct Decider: Sendable {
             throw LedgerError(kind: .notFound, code: "transaction_not_found",
                               message: "Transaction '\(transactionID)' is not recorded for this subscriber.", field: "transactionId")
         }
-        let original = recorded.fact.originalTransactionId
-        if let other = owner(original), other != ledger.subscriberID {
-            throw ownedByOther(original, field: "transactionId")
+        if let other = owner(recorded.fact.originalTransactionId), other != ledger.subscriberID {
+            throw ownedByOther(recorded.fact.originalTransactionId, field: "transactionId")
         }
-        let refund = RefundFact(transactionId: transactionID, originalTransactionId: original, productId: recorded.fact.productId,
-                                revocationDate: request.revocationDate ?? now, reason: request.reason,
-                                environment: request.environment, source: source)
-        return Decision(events: [.refunded(refund)])
+        return recorded
     }
 
     /// Undoes a refund (`REFUND_REVERSED`). Recorded even before the refund
@@ -264,17 +272,8 @@ public struct Decider: Sendable {
                                       now: Date, source: String) throws(LedgerError) -> Decision {
         let transactionID = request.transactionId!
         if ledger.keys.contains("refund-reversed:" + transactionID) { return Decision() }
-        guard let recorded = ledger.transactions[transactionID] else {
-            if let original = request.originalTransactionId, let other = owner(original), other != ledger.subscriberID {
-                throw ownedByOther(original, field: "transactionId")
-            }
-            throw LedgerError(kind: .notFound, code: "transaction_not_found",
-                              message: "Transaction '\(transactionID)' is not recorded for this subscriber.", field: "transactionId")
-        }
+        let recorded = try heldTransaction(transactionID, request: request, ledger: ledger, owner: owner)
         let original = recorded.fact.originalTransactionId
-        if let other = owner(original), other != ledger.subscriberID {
-            throw ownedByOther(original, field: "transactionId")
-        }
         let reversal = RefundReversal(transactionId: transactionID, originalTransactionId: original,
                                       productId: recorded.fact.productId, date: request.effectiveDate ?? now,
                                       reason: request.reason, environment: request.environment, source: source)
