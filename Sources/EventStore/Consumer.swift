@@ -65,6 +65,30 @@ extension EventStore {
         }
     }
 
+    /// Sets aside the next event the consumer has not handled: records it in
+    /// `consumer_parked_events` with `reason` and moves the checkpoint past it,
+    /// in one transaction. For an event the handler keeps refusing, so one bad
+    /// event does not stall the consumer for every stream. Returns the event.
+    public func park(_ consumer: some EventConsumer, reason: String, on connection: Connection) async throws -> RecordedEvent? {
+        try await connection.withTransaction { connection in
+            let from = try await checkpoint(of: consumer.name, on: connection, lock: true)
+            guard let event = try await readCommitted(after: from, limit: 1, on: connection).first else { return nil }
+            try await connection.query("""
+                INSERT INTO consumer_parked_events (consumer, position, stream_id, stream_version, type, reason)
+                VALUES (\(consumer.name), \(event.position), \(event.streamID), \(event.streamVersion), \(event.type), \(reason))
+                ON CONFLICT DO NOTHING
+                """)
+            try await saveCheckpoint(event.checkpoint, of: consumer.name, on: connection)
+            return event
+        }
+    }
+
+    /// Positions of the events set aside for a consumer, oldest first.
+    public func parkedPositions(of consumer: String) async throws -> [Int64] {
+        try await pool.query("SELECT position FROM consumer_parked_events WHERE consumer = \(consumer) ORDER BY position")
+            .map { try $0.decode(Int64.self, at: 0) }
+    }
+
     /// How many committed events the consumer has yet to handle.
     public func lag(of consumer: String) async throws -> Int64 {
         try await pool.withConnection { connection in

@@ -17,6 +17,10 @@ public struct ConsumerRunner: Service {
     public let consumer: any EventConsumer
     public var batchSize: Int
     public var pollInterval: Duration
+    /// Attempts at one event before it is parked (see `EventStore.park`).
+    public var maximumAttempts = 5
+    /// First wait after a failed batch; doubles per attempt, capped at 30 s.
+    public var retryDelay: Duration = .milliseconds(200)
     let conninfo: String
     let logger: Logger
 
@@ -45,6 +49,7 @@ public struct ConsumerRunner: Service {
     public func runUntilCancelled() async {
         let batches = Counter(label: "subledger_consumer_batches_total", dimensions: [("consumer", consumer.name)])
         let lag = Gauge(label: "subledger_consumer_lag_events", dimensions: [("consumer", consumer.name)])
+        let parkedCounter = Counter(label: "subledger_consumer_parked_events_total", dimensions: [("consumer", consumer.name)])
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
                 let connection = try await Connection.connect(to: conninfo, logger: logger)
@@ -52,8 +57,33 @@ public struct ConsumerRunner: Service {
                 guard try await acquireLeadership(on: connection) else { continue }
                 logger.info("consumer running")
                 try await connection.listen(EventStore.notificationChannel)
+                // Failed attempts at the current checkpoint: after one, events
+                // go one at a time to find the bad one; after the last, it is parked.
+                var failures = 0
                 while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                    let handled = try await store.processBatch(consumer, limit: batchSize, on: connection)
+                    let handled: Int
+                    do {
+                        handled = try await store.processBatch(consumer, limit: failures > 0 ? 1 : batchSize, on: connection)
+                        failures = 0
+                    } catch where Self.isEventProblem(error, connection: connection) {
+                        failures += 1
+                        logger.error("consumer batch failed", metadata: [
+                            "consumer.attempt": "\(failures)", "error": "\(String(reflecting: error))",
+                        ])
+                        if failures >= maximumAttempts {
+                            if let parked = try await store.park(consumer, reason: "\(String(reflecting: error))", on: connection) {
+                                parkedCounter.increment()
+                                logger.critical("event parked after repeated failures", metadata: [
+                                    "event.position": "\(parked.position)", "event.stream": "\(parked.streamID)",
+                                    "event.type": "\(parked.type)",
+                                ])
+                            }
+                            failures = 0
+                        } else {
+                            try await Task.sleep(for: min(retryDelay * (1 << min(failures - 1, 16)), .seconds(30)))
+                        }
+                        continue
+                    }
                     if handled > 0 { batches.increment() }
                     if handled < batchSize {
                         // Caught up as far as commit order allows: publish what remains, then wait.
@@ -69,6 +99,17 @@ public struct ConsumerRunner: Service {
                 try? await Task.sleep(for: .seconds(1))
             }
         }
+    }
+
+    /// A failure that may be the event's fault (the handler refused it), as
+    /// opposed to the database being away or a transient conflict, which are
+    /// retried without counting against the event.
+    static func isEventProblem(_ error: any Error, connection: Connection) -> Bool {
+        if error is CancellationError || connection.isBroken { return false }
+        if let error = error as? PostgresError {
+            return !error.isConnectionBroken && error.sqlState?.isTransient != true && error.code != .cancelled
+        }
+        return true
     }
 
     /// Waits (as a standby) until this instance holds the consumer's lock.

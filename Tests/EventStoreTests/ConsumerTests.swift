@@ -131,6 +131,28 @@ struct ConsumerTests {
         #expect(try counts?.decode(Int.self, at: 1) == 150)
     }
 
+    /// An event the handler always refuses is set aside after its attempts,
+    /// and the consumer goes on with the events behind it.
+    @Test func anEventTheHandlerKeepsRefusingIsParkedAndTheRestFlows() async throws {
+        let (store, conninfo) = try await makeStore()
+        try await CountingConsumer.createTables(on: store.pool)
+        let consumer = RefusingConsumer(inner: CountingConsumer(), refusedType: "poison")
+        var runner = ConsumerRunner(store: store, consumer: consumer, conninfo: conninfo, batchSize: 10, pollInterval: .milliseconds(50))
+        runner.maximumAttempts = 3
+        runner.retryDelay = .milliseconds(10)
+        let before = try await store.append(to: "a", events: [event(value: 1), event(value: 2)])
+        let poison = try await store.append(to: "b", events: [event("poison", value: 100)])
+        let after = try await store.append(to: "a", events: [event(value: 3)])
+        let task = Task { await runner.runUntilCancelled() }
+        try await waitUntilCaughtUp(store, consumer.name)
+        task.cancel()
+        await task.value
+        #expect(try await store.parkedPositions(of: consumer.name) == [poison.outcomes[0].position])
+        let applied = try await store.pool.query("SELECT position FROM applied ORDER BY position").map { try $0.decode(Int64.self, at: 0) }
+        #expect(applied == before.outcomes.map(\.position) + after.outcomes.map(\.position))
+        #expect(try await snapshot(store.pool) == ["a:3:6"])
+    }
+
     func waitUntilCaughtUp(_ store: EventStore, _ name: String) async throws {
         let deadline = ContinuousClock.now + .seconds(20)
         while try await store.lag(of: name) > 0 {

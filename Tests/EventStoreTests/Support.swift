@@ -95,3 +95,17 @@ func snapshot(_ pool: ConnectionPool) async throws -> [String] {
     }
 }
 
+
+/// Refuses every event of one type (a handler bug or an event it cannot read).
+struct RefusingConsumer: EventConsumer {
+    let inner: CountingConsumer
+    let refusedType: String
+    var name: String { inner.name }
+
+    func handle(_ events: [RecordedEvent], on connection: Connection) async throws {
+        if events.contains(where: { $0.type == refusedType }) { throw InjectedFailure() }
+        try await inner.handle(events, on: connection)
+    }
+
+    func reset(on connection: Connection) async throws { try await inner.reset(on: connection) }
+}
