@@ -261,24 +261,8 @@ paths:
         "304":
           description: The client's copy is current
   /v1/products_v1.json:
-    get:
-      tags: [products]
-      summary: Stable alias of /v1/products (no key)
-      security: []
-      parameters:
-        - {name: If-None-Match, in: header, schema: {type: string}}
-        - {name: If-Modified-Since, in: header, schema: {type: string}}
-      responses:
-        "200":
-          description: The identifiers, in catalog order
-          headers:
-            ETag: {schema: {type: string}}
-            Last-Modified: {schema: {type: string}}
-          content:
-            application/json:
-              schema: {type: array, items: {type: string}}
-        "304":
-          description: The client's copy is current
+    # A stable alias: the same operation as /v1/products.
+    $ref: "#/paths/~1v1~1products"
   /v1/products/invalid:
     post:
       tags: [products]

@@ -53,7 +53,7 @@ public enum TestDatabase {
         private static func startServer() async throws -> Server {
             let made: Server
             if let url = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"], !url.isEmpty {
-                made = Server(adminConninfo: url, conninfo: { Self.replacingDatabase(in: url, with: $0) })
+                made = Server(adminConninfo: url, conninfo: { Conninfo.replacingDatabase(in: url, with: $0) })
             } else {
                 let folder = FileManager.default.temporaryDirectory
                     .appendingPathComponent("subledger-test-\(getpid())", isDirectory: true)
@@ -69,15 +69,6 @@ public enum TestDatabase {
             try await admin.execute(unsafeSQL: "CREATE DATABASE subledger_test_template")
             try await Migrator(migrations: try TestDatabase.migrations()).migrate(conninfo: made.conninfo("subledger_test_template"))
             return made
-        }
-
-        static func replacingDatabase(in url: String, with name: String) -> String {
-            if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://"),
-                var components = URLComponents(string: url) {
-                components.path = "/" + name
-                return components.string ?? url
-            }
-            return url + " dbname=\(name)"
         }
     }
 }

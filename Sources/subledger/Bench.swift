@@ -35,7 +35,7 @@ struct Bench: AsyncParsableCommand {
         let admin = try await Connection.connect(to: database.conninfo)
         defer { admin.close() }
         try await admin.execute(unsafeSQL: "CREATE DATABASE \(scratch)")
-        let conninfo = Self.replacingDatabase(in: database.conninfo, with: scratch)
+        let conninfo = Conninfo.replacingDatabase(in: database.conninfo, with: scratch)
         do {
             try await measure(conninfo: conninfo)
         } catch {
@@ -101,7 +101,7 @@ struct Bench: AsyncParsableCommand {
     /// Runs `operation` from `writers` tasks for `duration`; returns events per second.
     func rate(_ name: String, duration: Duration, writers: Int,
               _ operation: @escaping @Sendable (_ writer: Int, _ count: Int) async throws -> Int) async throws -> Double {
-        let progress = Progress(label: name)
+        let progress = TerminalProgress(label: name)
         let started = ContinuousClock.now
         let deadline = started + duration
         let total = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -112,7 +112,7 @@ struct Bench: AsyncParsableCommand {
                     while ContinuousClock.now < deadline {
                         events += try await operation(writer, count)
                         count += 1
-                        if writer == 0 { progress.update(ContinuousClock.now - started, of: duration) }
+                        if writer == 0 { progress.update(String(format: "%3.0f%%", min(1, (ContinuousClock.now - started) / duration) * 100)) }
                     }
                     return events
                 }
@@ -120,44 +120,8 @@ struct Bench: AsyncParsableCommand {
             return try await group.reduce(0, +)
         }
         let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        progress.finish(String(format: "%.0f events/s", Double(total) / seconds))
-        return Double(total) / seconds
-    }
-
-    static func replacingDatabase(in conninfo: String, with name: String) -> String {
-        if conninfo.hasPrefix("postgres://") || conninfo.hasPrefix("postgresql://"), var components = URLComponents(string: conninfo) {
-            components.path = "/" + name
-            return components.string ?? conninfo
-        }
-        return conninfo + " dbname=\(name)"
-    }
-}
-
-/// A one-line progress display on a terminal; plain lines otherwise.
-final class Progress: @unchecked Sendable {
-    // Safety: `lastDrawn` is guarded by `lock`.
-    private let label: String
-    private let lock = NSLock()
-    private var lastDrawn = ContinuousClock.now - .seconds(1)
-    private let isTerminal = isatty(STDERR_FILENO) == 1
-
-    init(label: String) { self.label = label }
-
-    func update(_ done: Duration, of total: Duration) {
-        guard isTerminal else { return }
-        lock.withLock {
-            let now = ContinuousClock.now
-            guard now - lastDrawn > .milliseconds(100) else { return }
-            lastDrawn = now
-            let fraction = min(1, done / total)
-            FileHandle.standardError.write(Data(("\r" + padded(label, 58) + String(format: " %3.0f%%", fraction * 100)).utf8))
-        }
-    }
-
-    func finish(_ summary: String) {
-        let prefix = isTerminal ? "\r" : ""
-        FileHandle.standardError.write(Data((prefix + padded(label, 58) + " " + summary + "\n").utf8))
+        progress.finish(String(format: "%.0f events/s", Double(total) / elapsed.inSeconds))
+        return Double(total) / elapsed.inSeconds
     }
 }
 

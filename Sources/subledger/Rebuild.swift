@@ -33,41 +33,12 @@ struct Rebuild: AsyncParsableCommand {
             let total = try await opened.pool.query("SELECT count(*) FROM events").first?.decode(Int.self, at: 0) ?? 0
             for consumer in Projections.all(store: store, catalog: opened.catalog.catalog)
             where projection == nil || consumer.name == projection {
-                let display = CountProgress(label: "rebuilding \(consumer.name)", total: total)
+                let display = TerminalProgress(label: "rebuilding \(consumer.name)")
                 let started = ContinuousClock.now
-                let replayed = try await store.rebuild(consumer, batchSize: batchSize) { display.update($0) }
+                let replayed = try await store.rebuild(consumer, batchSize: batchSize) { display.update("\($0)/\(total) events") }
                 let elapsed = started.duration(to: .now)
-                display.finish(String(format: "%d events in %.1f s", replayed, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+                display.finish(String(format: "%d events in %.1f s", replayed, elapsed.inSeconds))
             }
         }
-    }
-}
-
-/// "label  done/total" redrawn in place on a terminal; one line at the end.
-final class CountProgress: @unchecked Sendable {
-    // Safety: `lastDrawn` is guarded by `lock`.
-    private let label: String
-    private let total: Int
-    private let lock = NSLock()
-    private var lastDrawn = ContinuousClock.now - .seconds(1)
-    private let isTerminal = isatty(STDERR_FILENO) == 1
-
-    init(label: String, total: Int) {
-        self.label = label
-        self.total = total
-    }
-
-    func update(_ done: Int) {
-        guard isTerminal else { return }
-        lock.withLock {
-            let now = ContinuousClock.now
-            guard now - lastDrawn > .milliseconds(100) else { return }
-            lastDrawn = now
-            FileHandle.standardError.write(Data("\r\(label)  \(done)/\(total) events".utf8))
-        }
-    }
-
-    func finish(_ summary: String) {
-        FileHandle.standardError.write(Data("\(isTerminal ? "\r\u{1B}[K" : "")\(label): \(summary)\n".utf8))
     }
 }
