@@ -51,12 +51,14 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
             ]
         ),
+        // The application: the one write path, reads, stores, projections,
+        // workers, App Store integration, import. No HTTP here.
         .target(
-            name: "Server",
+            name: "SubledgerApp",
             dependencies: [
                 "Postgres", "EventStore", "Ledger", "AppStore",
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -64,10 +66,24 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The HTTP edge: controllers, middleware, the OpenAPI document; the
+        // only place errors become statuses.
+        .target(
+            name: "HTTPAPI",
+            dependencies: [
+                "SubledgerApp", "Postgres", "EventStore", "Ledger", "AppStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("Resources/openapi.yaml")]
+        ),
         .executableTarget(
             name: "subledger",
             dependencies: [
-                "Server", "Postgres", "EventStore", "Ledger",
+                "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "Ledger",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -98,9 +114,9 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "ServerTests",
+            name: "ServiceTests",
             dependencies: [
-                "Server", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
+                "HTTPAPI", "SubledgerApp", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),

@@ -2,7 +2,8 @@ import ArgumentParser
 import EventStore
 import Foundation
 import Postgres
-import Server
+import HTTPAPI
+import SubledgerApp
 
 /// `subledger bench`: append throughput beside PostgreSQL's own insert rate,
 /// measured in the same run on the same server, so the ratios mean something

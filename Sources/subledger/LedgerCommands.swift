@@ -4,12 +4,13 @@ import Foundation
 import Ledger
 import Logging
 import Postgres
-import Server
+import HTTPAPI
+import SubledgerApp
 
 /// A database made ready for one command, closed (and an embedded cluster
 /// this process started, stopped) when the command is done.
 struct CommandDatabase {
-    let configuration: ServerConfiguration
+    let configuration: SubledgerConfiguration
     let logger: Logger
     let catalog: CatalogSource
     let database: PreparedDatabase
@@ -42,9 +43,8 @@ struct CommandDatabase {
         database.stopIfStarted()
     }
 
-    var ledger: LedgerService {
-        LedgerService(pool: pool, store: EventStore(pool: pool, logger: logger), catalog: catalog.catalog,
-                      restorePolicy: configuration.restorePolicy, logger: logger)
+    var reader: SubscriberReader {
+        SubscriberReader(store: EventStore(pool: pool, logger: logger), catalog: catalog.catalog)
     }
 }
 
@@ -83,7 +83,7 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let instant = try parseInstant(at)
         let state = try await CommandDatabase.with(options) { database in
-            try await reportingLedgerErrors { try await database.ledger.state(of: subscriber, at: instant) }
+            try await reportingLedgerErrors { try await database.reader.state(of: subscriber, at: instant) }
         }
         try printJSON(state)
     }
@@ -98,7 +98,7 @@ struct History: AsyncParsableCommand {
 
     func run() async throws {
         let entries = try await CommandDatabase.with(options) { database in
-            try await reportingLedgerErrors { try await database.ledger.timeline(of: subscriber) }
+            try await reportingLedgerErrors { try await database.reader.timeline(of: subscriber) }
         }
         if json {
             struct Body: Encodable { var events: [TimelineEntry] }
@@ -122,7 +122,7 @@ struct Explain: AsyncParsableCommand {
     func run() async throws {
         let instant = try parseInstant(at)
         let explanation = try await CommandDatabase.with(options) { database in
-            try await reportingLedgerErrors { try await database.ledger.explanation(of: subscriber, at: instant) }
+            try await reportingLedgerErrors { try await database.reader.explanation(of: subscriber, at: instant) }
         }
         if json {
             try printJSON(explanation)

@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
-import Server
+import HTTPAPI
+import SubledgerApp
 
 /// The configuration every subcommand reads: environment variables, each
 /// overridable by the flag of the same meaning.
@@ -38,7 +39,7 @@ struct ConfigurationOptions: ParsableArguments {
     var logLevel: String?
 
     /// The environment with the flags laid over it.
-    func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerConfiguration {
+    func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SubledgerConfiguration {
         var merged = environment
         let flags: [(String, String?)] = [
             ("DATABASE_URL", databaseURL), ("SUBLEDGER_DATA_DIR", dataDirectory), ("HOST", host),
@@ -51,7 +52,7 @@ struct ConfigurationOptions: ParsableArguments {
         ]
         for case let (name, value?) in flags { merged[name] = value }
         do {
-            return try ServerConfiguration(environment: merged)
+            return try SubledgerConfiguration(environment: merged)
         } catch {
             throw ValidationError(error.description)
         }
@@ -62,7 +63,7 @@ struct ConfigurationOptions: ParsableArguments {
 enum LoggingSetup {
     nonisolated(unsafe) private static var done = false
 
-    static func logger(_ configuration: ServerConfiguration, label: String = "subledger") -> Logger {
+    static func logger(_ configuration: SubledgerConfiguration, label: String = "subledger") -> Logger {
         if !done {
             done = true
             let level = configuration.logLevel

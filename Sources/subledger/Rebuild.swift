@@ -1,7 +1,8 @@
 import ArgumentParser
 import EventStore
 import Foundation
-import Server
+import HTTPAPI
+import SubledgerApp
 
 struct Rebuild: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

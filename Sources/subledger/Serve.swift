@@ -4,7 +4,8 @@ import Logging
 import Metrics
 import Postgres
 import Prometheus
-import Server
+import HTTPAPI
+import SubledgerApp
 import ServiceLifecycle
 
 struct Serve: AsyncParsableCommand {

@@ -1,0 +1,75 @@
+import AppStore
+import Foundation
+import Hummingbird
+import Ledger
+import Logging
+import SubledgerApp
+
+/// The App Store's routes: `POST /v1/appstore/notifications` (no API key: the
+/// signature is the authentication) and `POST /v1/subscribers/{id}/receipts`
+/// (role ingest).
+struct AppStoreController {
+    /// nil when `SUBLEDGER_APPSTORE_ROOT_CERTS` / `SUBLEDGER_APPSTORE_BUNDLE_ID`
+    /// are missing or unreadable; `unavailable` says which.
+    let appStore: AppStoreIntegration
+    let keys: APIKeys
+
+    func addRoutes(to router: Router<AppRequestContext>) {
+        router.post("v1/appstore/notifications", use: receiveNotification)
+        router.group("v1/subscribers")
+            .add(middleware: AuthMiddleware(keys: keys, access: .write))
+            .post(":subscriberId/receipts", use: validateReceipt)
+    }
+
+    @Sendable func receiveNotification(request: Request, context: AppRequestContext) async throws -> Response {
+        guard let notifications = appStore.notifications else {
+            throw APIError(.serviceUnavailable, code: "appstore_not_configured", message: appStore.unavailable)
+        }
+        let body = try await RequestInput.body(request, context)
+        let verified: VerifiedNotification
+        do throws(AppStoreVerificationError) {
+            verified = try await notifications.verifier.verifyNotification(body: body)
+        } catch {
+            NotificationService.count(type: "unverified", outcome: "invalid")
+            notifications.logger.notice("app store notification refused", metadata: [
+                "error.code": "\(error.code)", "error.field": "\(error.field)", "error.message": "\(error.message)",
+            ])
+            throw APIError(error.ledgerError)
+        }
+        // Verified, so the body is {"signedPayload": "..."}: keep it as Apple sent it.
+        let signedPayload = (try? JSONDecoder().decode([String: String].self, from: body))?["signedPayload"] ?? ""
+        return try .json(try await notifications.receive(verified, signedPayload: signedPayload))
+    }
+
+    struct ReceiptBody {
+        var receiptData: String
+        var deviceID: String?
+
+        static func parse(_ data: Data) throws(LedgerError) -> ReceiptBody {
+            guard let object = try? JSONSerialization.jsonObject(with: data), let fields = object as? [String: Any] else {
+                throw LedgerError(kind: .badRequest, code: "invalid_json",
+                                  message: "The body must be a JSON object {\"receiptData\": \"<base64 receipt>\", \"deviceId\": \"...\"}.")
+            }
+            guard let receipt = fields["receiptData"] as? String, !receipt.isEmpty else {
+                throw LedgerError(kind: .badRequest, code: "invalid_field",
+                                  message: "Field 'receiptData' must be the app receipt as a non-empty base64 string.", field: "receiptData")
+            }
+            var deviceID: String?
+            if let value = fields["deviceId"], !(value is NSNull) {
+                guard let text = value as? String, !text.isEmpty, text.count <= 200 else {
+                    throw LedgerError(kind: .badRequest, code: "invalid_field",
+                                      message: "Field 'deviceId' must be a string of 1 to 200 characters.", field: "deviceId")
+                }
+                deviceID = text
+            }
+            return ReceiptBody(receiptData: receipt, deviceID: deviceID)
+        }
+    }
+
+    @Sendable func validateReceipt(request: Request, context: AppRequestContext) async throws -> Response {
+        let subscriberID = try RequestInput.subscriberID(context)
+        let body = try ReceiptBody.parse(try await RequestInput.body(request, context))
+        return try .json(try await appStore.recordReceipt(body.receiptData, deviceID: body.deviceID, subscriberID: subscriberID))
+    }
+}
+

@@ -1,0 +1,75 @@
+import Foundation
+import Hummingbird
+import Ledger
+import SubledgerApp
+
+/// `/v1/subscribers/{subscriberId}`: record facts and restores (ingest,
+/// admin); read state, history and explanations (any role).
+struct SubscribersController {
+    let writer: LedgerWriter
+    let reader: SubscriberReader
+    let keys: APIKeys
+
+    func addRoutes(to router: Router<AppRequestContext>) {
+        router.group("v1/subscribers")
+            .add(middleware: AuthMiddleware(keys: keys, access: .write))
+            .post(":subscriberId/events", use: recordEvent)
+            .post(":subscriberId/restore", use: restore)
+        router.group("v1/subscribers")
+            .add(middleware: AuthMiddleware(keys: keys, access: .readSubscribers))
+            .get(":subscriberId", use: state)
+            .get(":subscriberId/history", use: history)
+            .get(":subscriberId/explain", use: explain)
+    }
+
+    /// `{"position", "duplicate", "subscriber"}`: 201 the first time, 200 for a repeat.
+    struct RecordedBody: Encodable {
+        var position: Int64
+        var duplicate: Bool
+        var subscriber: SubscriberState
+    }
+
+    struct HistoryBody: Encodable {
+        struct Event: Encodable {
+            var position: Int64
+            var type: String
+            var recordedAt: Date
+            var data: JSONDocument
+            var source: String?
+            var summary: String
+        }
+        var events: [Event]
+    }
+
+    @Sendable func recordEvent(request: Request, context: AppRequestContext) async throws -> Response {
+        let subscriberID = try RequestInput.subscriberID(context)
+        let fact = try FactRequest.parse(json: try await RequestInput.body(request, context))
+        let result = try await writer.record(fact, subscriberID: subscriberID)
+        return try .json(RecordedBody(position: result.position, duplicate: result.isDuplicate, subscriber: result.state),
+                         status: result.isDuplicate ? .ok : .created)
+    }
+
+    @Sendable func restore(request: Request, context: AppRequestContext) async throws -> Response {
+        let subscriberID = try RequestInput.subscriberID(context)
+        let restore = try RestoreRequest.parse(json: try await RequestInput.body(request, context))
+        return try .json(try await writer.restore(restore, subscriberID: subscriberID).state)
+    }
+
+    @Sendable func state(request: Request, context: AppRequestContext) async throws -> Response {
+        let subscriberID = try RequestInput.subscriberID(context)
+        return try .json(try await reader.state(of: subscriberID, at: try RequestInput.instant("at", in: request)))
+    }
+
+    @Sendable func history(request: Request, context: AppRequestContext) async throws -> Response {
+        let subscriberID = try RequestInput.subscriberID(context)
+        let entries = try await reader.timeline(of: subscriberID)
+        return try .json(HistoryBody(events: entries.map {
+            .init(position: $0.position, type: $0.type, recordedAt: $0.recordedAt, data: $0.data, source: $0.source, summary: $0.summary)
+        }))
+    }
+
+    @Sendable func explain(request: Request, context: AppRequestContext) async throws -> Response {
+        let subscriberID = try RequestInput.subscriberID(context)
+        return try .json(try await reader.explanation(of: subscriberID, at: try RequestInput.instant("at", in: request)))
+    }
+}

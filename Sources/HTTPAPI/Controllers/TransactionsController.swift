@@ -1,0 +1,31 @@
+import Foundation
+import Hummingbird
+import Ledger
+import SubledgerApp
+
+/// `GET /v1/transactions/{id}` (support, admin): who owns a transaction and
+/// its facts, found by transaction id or original transaction id.
+struct TransactionsController {
+    let reader: SubscriberReader
+    let keys: APIKeys
+
+    func addRoutes(to router: Router<AppRequestContext>) {
+        router.group("v1/transactions")
+            .add(middleware: AuthMiddleware(keys: keys, access: .support))
+            .get(":transactionId", use: transaction)
+    }
+
+    @Sendable func transaction(request: Request, context: AppRequestContext) async throws -> Response {
+        guard let raw = context.parameters.get("transactionId"), let id = raw.removingPercentEncoding,
+              !id.isEmpty, id.count <= 256
+        else {
+            throw LedgerError(kind: .badRequest, code: "invalid_field",
+                              message: "Field 'transactionId' must be 1 to 256 characters.", field: "transactionId")
+        }
+        guard let report = try await reader.transaction(id) else {
+            throw LedgerError(kind: .notFound, code: "transaction_not_found",
+                              message: "No transaction or original transaction '\(id.prefix(256))' is recorded.", field: "transactionId")
+        }
+        return try .json(report)
+    }
+}

@@ -1,0 +1,48 @@
+import AppStore
+import EventStore
+import Foundation
+import Hummingbird
+import Ledger
+import Logging
+import Postgres
+import ServiceLifecycle
+import SubledgerApp
+
+/// The router with every route; tests drive it directly.
+public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestContext> {
+    let router = Router(context: AppRequestContext.self)
+    // Outermost, so it counts the status the client gets, after error mapping.
+    router.add(middleware: MetricsMiddleware())
+    router.add(middleware: ErrorMiddleware(logger: dependencies.logger))
+    router.add(middleware: BodyLimitMiddleware(maximumBodySize: dependencies.configuration.maximumBodySize))
+    let keys = dependencies.configuration.apiKeys
+    let appStore = AppStoreIntegration(dependencies)
+    var writer = LedgerWriter(dependencies)
+    writer.claimObserver = appStore.claimObserver
+    let reader = SubscriberReader(dependencies)
+    HealthController(health: HealthStore(dependencies), metrics: dependencies.metrics, logger: dependencies.logger)
+        .addRoutes(to: router)
+    RemindersController(store: ReminderStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
+    SubscribersController(writer: writer, reader: reader, keys: keys).addRoutes(to: router)
+    TransactionsController(reader: reader, keys: keys).addRoutes(to: router)
+    ProductsController(catalog: dependencies.catalog, invalidProducts: InvalidProductStore(pool: dependencies.pool),
+                       keys: keys, logger: dependencies.logger)
+        .addRoutes(to: router)
+    OpenAPIController().addRoutes(to: router)
+    AppStoreController(appStore: appStore, keys: keys).addRoutes(to: router)
+    return router
+}
+
+/// The HTTP application with its services, in dependency order: the pool
+/// first (shut down last), then `extraServices` (workers), then the server.
+public func buildApplication(
+    _ dependencies: AppDependencies, services extraServices: [any Service] = []
+) -> some ApplicationProtocol {
+    let configuration = dependencies.configuration
+    return Application(
+        router: buildRouter(dependencies),
+        configuration: ApplicationConfiguration(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "subledger"),
+        services: [dependencies.pool] + extraServices,
+        logger: dependencies.logger)
+}

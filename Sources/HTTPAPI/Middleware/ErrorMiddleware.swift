@@ -1,0 +1,60 @@
+import Foundation
+import Hummingbird
+import Ledger
+import Logging
+import Postgres
+import SubledgerApp
+
+/// Turns every error into the contract's JSON body. Framework errors keep their
+/// status; anything unexpected is logged and answered 500 without detail.
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            return try error.response(from: request, context: context)
+        } catch let error as LedgerError {
+            return try APIError(error).response(from: request, context: context)
+        } catch let error as ServiceError {
+            return try APIError(error).response(from: request, context: context)
+        } catch let error as WriteContention {
+            return try APIError(.serviceUnavailable, code: "contention", message: error.description)
+                .response(from: request, context: context)
+        } catch let error as PostgresError where error.isDataRefusal {
+            // A value the database cannot store or index: the input's fault.
+            return try APIError(.badRequest, code: "invalid_field",
+                                message: "a value of the request cannot be stored (SQLSTATE \(error.sqlState?.rawValue ?? "?"))")
+                .response(from: request, context: context)
+        } catch let error as HTTPError {
+            let apiError: APIError = switch error.status {
+            case .contentTooLarge:
+                APIError(.contentTooLarge, code: "body_too_large", message: "the request body is larger than the 1 MiB limit")
+            case .notFound:
+                APIError(.notFound, code: "not_found", message: "no such route: \(request.method) \(request.uri.path)")
+            case .methodNotAllowed:
+                APIError(.methodNotAllowed, code: "method_not_allowed", message: "\(request.method) is not allowed on \(request.uri.path)")
+            default:
+                APIError(error.status, code: "http_\(error.status.code)", message: error.body ?? error.status.reasonPhrase)
+            }
+            return try apiError.response(from: request, context: context)
+        } catch let error as PostgresError where error.code == .poolTimeout || error.code == .poolClosed
+            || error.isConnectionBroken
+        {
+            // Overload or a database away: temporary, so 503 and not a server bug.
+            logger.warning("database unavailable for a request", metadata: [
+                "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(error)",
+            ])
+            return try APIError(.serviceUnavailable, code: "database_unavailable",
+                                message: "the database is busy or unreachable; retry shortly")
+                .response(from: request, context: context)
+        } catch {
+            logger.error("request failed", metadata: [
+                "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(String(reflecting: error))",
+            ])
+            return try APIError(.internalServerError, code: "internal_error", message: "the server failed to answer; it has been logged")
+                .response(from: request, context: context)
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Hummingbird
+import Ledger
+import SubledgerApp
+
+/// An error answered as `{"error": {"code", "message", "field"}}`.
+public struct APIError: Error, HTTPResponseError, Sendable {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+    public var field: String?
+
+    public init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    /// The status of each kind of refusal: the one place the ledger's errors become HTTP.
+    public init(_ error: LedgerError) {
+        self.init(Self.status(of: error.kind), code: error.code, message: error.message, field: error.field)
+    }
+
+    public static func status(of kind: LedgerError.Kind) -> HTTPResponse.Status {
+        switch kind {
+        case .badRequest: .badRequest
+        case .conflict: .conflict
+        case .rule: .unprocessableContent
+        case .notFound: .notFound
+        }
+    }
+
+    public init(_ error: ServiceError) {
+        let status: HTTPResponse.Status = switch error.kind {
+        case .upstreamUnreachable: .badGateway
+        case .upstreamUnavailable, .notConfigured: .serviceUnavailable
+        }
+        self.init(status, code: error.code, message: error.message)
+    }
+
+    public var headers: HTTPFields { [.contentType: "application/json"] }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    var body: Data {
+        var error: [String: String] = ["code": code, "message": message]
+        if let field { error["field"] = field }
+        return (try? JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys])) ?? Data()
+    }
+
+    public static let unauthorized = APIError(.unauthorized, code: "unauthorized", message: "an API key is required: send Authorization: Bearer KEY")
+    public static let forbidden = APIError(.forbidden, code: "forbidden", message: "this API key's role may not do this")
+}

@@ -1,0 +1,41 @@
+import Foundation
+import Hummingbird
+import Ledger
+import SubledgerApp
+
+/// Reading what a request carries: path parameters, the body, query instants.
+enum RequestInput {
+    /// The path's subscriber id, percent-decoded and validated.
+    static func subscriberID(_ context: AppRequestContext) throws(LedgerError) -> String {
+        guard let raw = context.parameters.get("subscriberId"), let decoded = raw.removingPercentEncoding else {
+            throw LedgerError(kind: .badRequest, code: "invalid_field",
+                              message: "Field 'subscriberId' must be a percent-encoded path segment.", field: "subscriberId")
+        }
+        try SubscriberStreams.validate(subscriberID: decoded)
+        return decoded
+    }
+
+    /// The request body, at most the configured limit (413 beyond it).
+    static func body(_ request: Request, _ context: AppRequestContext) async throws -> Data {
+        var data = Data()
+        for try await chunk in request.body {
+            guard data.count + chunk.readableBytes <= context.maxUploadSize else {
+                throw APIError(.contentTooLarge, code: "body_too_large",
+                               message: "the request body is larger than the \(context.maxUploadSize / 1024) KiB limit")
+            }
+            data.append(contentsOf: chunk.readableBytesView)
+        }
+        return data
+    }
+
+    /// An RFC 3339 instant from the query; absent: nil.
+    static func instant(_ name: String, in request: Request) throws(LedgerError) -> Date? {
+        guard let text = request.uri.queryParameters.get(name) else { return nil }
+        guard let date = RFC3339.parse(text) else {
+            throw LedgerError(kind: .badRequest, code: "invalid_field",
+                              message: "Field '\(name)' must be an RFC 3339 date-time such as \"2024-01-31T12:00:00Z\", got \"\(text.prefix(64))\".",
+                              field: name)
+        }
+        return date
+    }
+}

@@ -1,0 +1,255 @@
+import AsyncHTTPClient
+import Foundation
+import Ledger
+import Logging
+import Metrics
+import NIOCore
+
+/// Apple's legacy `verifyReceipt`: production first, sandbox when production
+/// answers 21007, temporary statuses retried with backoff, the rest mapped to
+/// errors that say what to do.
+struct ReceiptValidator: Sendable {
+    var productionURL: String
+    var sandboxURL: String
+    var sharedSecret: String?
+    /// The pause before each retry; its count is how many retries there are.
+    var retryDelays: [Duration]
+    var timeout: Duration
+    var client: HTTPClient
+    let logger: Logger
+
+    init(configuration: SubledgerConfiguration, client: HTTPClient = .shared, logger: Logger) {
+        productionURL = configuration.appStoreVerifyURL
+        sandboxURL = configuration.appStoreSandboxURL
+        sharedSecret = configuration.appStoreSharedSecret
+        retryDelays = configuration.appStoreReceiptRetryDelays
+        timeout = configuration.appStoreReceiptTimeout
+        self.client = client
+        self.logger = logger
+    }
+
+    /// One in-app purchase of the receipt (`latest_receipt_info` or `in_app`).
+    struct Transaction: Sendable, Hashable {
+        var transactionId: String
+        var originalTransactionId: String
+        var productId: String
+        var purchaseDate: Date
+        var expiresDate: Date?
+        var cancellationDate: Date?
+        var quantity: Int?
+    }
+
+    /// A receipt Apple accepted.
+    struct Validated: Sendable {
+        var environment: Ledger.Environment
+        /// Each transaction once, in purchase order.
+        var transactions: [Transaction]
+    }
+
+    /// Asks the App Store about `receiptData`.
+    func validate(receiptData: String) async throws -> Validated {
+        var body: [String: Any] = ["receipt-data": receiptData, "exclude-old-transactions": false]
+        if let sharedSecret { body["password"] = sharedSecret }
+        let requestBody = (try? JSONSerialization.data(withJSONObject: body)) ?? Data()
+        var url = productionURL
+        var environment = Ledger.Environment.production
+        var retries = 0
+        while true {
+            let answer: [String: Any]
+            do {
+                answer = try await post(requestBody, to: url)
+            } catch {
+                logger.warning("app store receipt endpoint failed", metadata: [
+                    "http.url": "\(url)", "receipt.attempt": "\(retries + 1)", "error": "\(error)",
+                ])
+                if retries < retryDelays.count {
+                    try? await Task.sleep(for: retryDelays[retries])
+                    retries += 1
+                    continue
+                }
+                Self.count("unreachable")
+                throw ServiceError(.upstreamUnreachable, code: "appstore_unreachable",
+                               message: "The App Store receipt service at \(url) could not be reached or answered badly (\(error)); try again later.")
+            }
+            let status = (answer["status"] as? NSNumber)?.intValue ?? -1
+            if status == 0 {
+                Self.count("valid")
+                return Validated(environment: Self.environment(of: answer) ?? environment, transactions: Self.transactions(in: answer))
+            }
+            if status == 21007, url == productionURL {
+                // A sandbox receipt sent to production: ask the sandbox.
+                url = sandboxURL
+                environment = .sandbox
+                continue
+            }
+            guard Self.isTemporary(status, answer) else {
+                Self.count("rejected")
+                throw Self.error(forStatus: status)
+            }
+            guard retries < retryDelays.count else {
+                Self.count("unavailable")
+                throw ServiceError(.upstreamUnavailable, code: "appstore_unavailable",
+                               message: "The App Store could not validate the receipt right now (status \(status)) after \(retries + 1) attempts; try again later.")
+            }
+            logger.info("app store receipt status is temporary; retrying", metadata: [
+                "receipt.status": "\(status)", "receipt.attempt": "\(retries + 1)",
+            ])
+            try? await Task.sleep(for: retryDelays[retries])
+            retries += 1
+        }
+    }
+
+    /// 21002, 21005 and 21009 are temporary by definition; 21100–21199 only
+    /// when Apple says so in `is-retryable`.
+    static func isTemporary(_ status: Int, _ answer: [String: Any]) -> Bool {
+        if [21002, 21005, 21009].contains(status) { return true }
+        guard (21100...21199).contains(status) else { return false }
+        return (answer["is-retryable"] as? Bool) ?? ((answer["is-retryable"] as? NSNumber)?.boolValue ?? false)
+    }
+
+    /// The error a terminal status becomes.
+    static func error(forStatus status: Int) -> LedgerError {
+        switch status {
+        case 21003:
+            LedgerError(kind: .rule, code: "receipt_invalid",
+                     message: "The App Store could not authenticate the receipt (status 21003); send the receipt exactly as the device read it.",
+                     field: "receiptData")
+        case 21004:
+            LedgerError(kind: .rule, code: "receipt_shared_secret_mismatch",
+                     message: "The App Store rejected the shared secret (status 21004); set SUBLEDGER_APPSTORE_SHARED_SECRET to the app's shared secret from App Store Connect.")
+        case 21008:
+            LedgerError(kind: .rule, code: "receipt_environment_mismatch",
+                     message: "The receipt is from the production environment but was sent to the sandbox (status 21008); check SUBLEDGER_APPSTORE_VERIFY_URL.")
+        case 21010:
+            LedgerError(kind: .rule, code: "receipt_account_not_found",
+                     message: "The App Store account of this receipt was not found or was deleted (status 21010).", field: "receiptData")
+        case 21000:
+            LedgerError(kind: .rule, code: "receipt_malformed",
+                     message: "The App Store could not read the receipt data (status \(status)); send the receipt as base64.", field: "receiptData")
+        default:
+            LedgerError(kind: .rule, code: "receipt_rejected",
+                     message: "The App Store rejected the receipt with status \(status).", field: "receiptData")
+        }
+    }
+
+    private func post(_ body: Data, to url: String) async throws -> [String: Any] {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let response = try await client.execute(request, timeout: .nanoseconds(Int64(timeout / .nanoseconds(1))))
+        let bytes = try await response.body.collect(upTo: 32 << 20)
+        guard response.status == .ok else { throw UnexpectedAnswer(description: "HTTP \(response.status.code)") }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes.readableBytesView)) as? [String: Any] else {
+            throw UnexpectedAnswer(description: "the answer is not a JSON object")
+        }
+        return object
+    }
+
+    struct UnexpectedAnswer: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    // MARK: Reading the answer
+
+    static func environment(of answer: [String: Any]) -> Ledger.Environment? {
+        switch answer["environment"] as? String {
+        case "Sandbox"?: .sandbox
+        case "Production"?: .production
+        default: nil
+        }
+    }
+
+    /// `latest_receipt_info` and `receipt.in_app`, each transaction once.
+    static func transactions(in answer: [String: Any]) -> [Transaction] {
+        let latest = answer["latest_receipt_info"] as? [[String: Any]] ?? []
+        let inApp = (answer["receipt"] as? [String: Any])?["in_app"] as? [[String: Any]] ?? []
+        var seen = Set<String>()
+        var transactions: [Transaction] = []
+        for entry in latest + inApp {
+            guard let transaction = transaction(entry), seen.insert(transaction.transactionId).inserted else { continue }
+            transactions.append(transaction)
+        }
+        return transactions.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+    }
+
+    static func transaction(_ entry: [String: Any]) -> Transaction? {
+        func string(_ key: String) -> String? {
+            if let text = entry[key] as? String, !text.isEmpty { return text }
+            if let number = entry[key] as? NSNumber { return number.stringValue }
+            return nil
+        }
+        func date(_ key: String) -> Date? {
+            string(key).flatMap(Int64.init).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        }
+        guard let transactionID = string("transaction_id"), let productID = string("product_id"),
+              let purchaseDate = date("purchase_date_ms") else { return nil }
+        return Transaction(transactionId: transactionID, originalTransactionId: string("original_transaction_id") ?? transactionID,
+                           productId: productID, purchaseDate: purchaseDate, expiresDate: date("expires_date_ms"),
+                           cancellationDate: date("cancellation_date_ms"), quantity: string("quantity").flatMap { Int($0) })
+    }
+
+    /// `subledger_appstore_receipts_total{outcome}`.
+    static func count(_ outcome: String) {
+        Counter(label: "subledger_appstore_receipts_total", dimensions: [("outcome", outcome)]).increment()
+    }
+}
+
+/// Turns a validated receipt into ledger facts for a subscriber.
+struct ReceiptService: Sendable {
+    let validator: ReceiptValidator
+    let writer: LedgerWriter
+    let reader: SubscriberReader
+
+    /// Validates, records every transaction (idempotent by transaction id)
+    /// with the receipt's environment in one batch, all of it or none of it,
+    /// and answers the subscriber's state.
+    func record(receiptData: String, deviceID: String?, subscriberID: String) async throws -> SubscriberState {
+        try SubscriberStreams.validate(subscriberID: subscriberID)
+        let receipt = try await validator.validate(receiptData: receiptData)
+        var commands = [WriteCommand]()
+        for fact in Self.facts(receipt, catalog: writer.catalog, deviceID: deviceID) {
+            guard let productID = fact.productId, writer.catalog.product(id: productID) != nil else {
+                // A product the catalog does not sell (any more): the rest of the receipt still counts.
+                validator.logger.warning("receipt transaction skipped: product not in the catalog", metadata: [
+                    "subscriber.id": "\(subscriberID)", "transaction.id": "\(fact.transactionId ?? "")", "product.id": "\(fact.productId ?? "")",
+                ])
+                continue
+            }
+            commands.append(.fact(fact, subscriberID: subscriberID, source: FactSource.appStore))
+        }
+        if !commands.isEmpty {
+            _ = try await writer.write(WriteBatch(commands))
+        }
+        return try await reader.stateOrEmpty(of: subscriberID)
+    }
+
+    /// The facts of a receipt: the first transaction of an original is a
+    /// purchase; later ones are renewals (auto-renewables) or restores;
+    /// a cancellation date adds a refund.
+    static func facts(_ receipt: ReceiptValidator.Validated, catalog: Catalog, deviceID: String?) -> [FactRequest] {
+        var facts: [FactRequest] = []
+        for transaction in receipt.transactions {
+            let product = catalog.product(id: transaction.productId)
+            let isFirst = transaction.transactionId == transaction.originalTransactionId
+            let type: FactRequest.FactType = switch (isFirst, product?.type) {
+            case (true, _): .purchase
+            case (false, .autoRenewable?): .renewal
+            case (false, let type?) where type.isRestorable: .restore
+            default: .purchase
+            }
+            facts.append(FactRequest(
+                type: type, transactionId: transaction.transactionId, originalTransactionId: transaction.originalTransactionId,
+                productId: transaction.productId, purchaseDate: transaction.purchaseDate,
+                expiresDate: product?.type == .autoRenewable ? transaction.expiresDate : nil,
+                environment: receipt.environment, deviceId: deviceID, quantity: transaction.quantity.flatMap { $0 >= 1 ? $0 : nil }))
+            if let cancelled = transaction.cancellationDate {
+                facts.append(FactRequest(type: .refund, transactionId: transaction.transactionId,
+                                         originalTransactionId: transaction.originalTransactionId, productId: transaction.productId,
+                                         revocationDate: cancelled, reason: "cancelled by the App Store",
+                                         environment: receipt.environment))
+            }
+        }
+        return facts
+    }
+}

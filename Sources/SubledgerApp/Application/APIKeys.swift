@@ -1,0 +1,80 @@
+/// An API key's role.
+public enum Role: String, Sendable, CaseIterable {
+    /// Writes events and reads subscribers (an app's backend).
+    case ingest
+    /// Reads everything, writes nothing (a support desk).
+    case support
+    /// Everything.
+    case admin
+}
+
+/// What a route needs from the caller's role.
+public enum Access: Sendable {
+    /// Record facts: ingest, admin.
+    case write
+    /// Read a subscriber's state and history: every role.
+    case readSubscribers
+    /// Read across subscribers (reminders, transactions, invalid identifiers): support, admin.
+    case support
+
+    package func allows(_ role: Role) -> Bool {
+        switch (self, role) {
+        case (_, .admin): true
+        case (.write, .ingest), (.readSubscribers, .ingest), (.readSubscribers, .support), (.support, .support): true
+        default: false
+        }
+    }
+}
+
+/// The keys from `SUBLEDGER_API_KEYS` (`role:key,...`).
+public struct APIKeys: Sendable {
+    struct Entry: Sendable {
+        var role: Role
+        var key: [UInt8]
+    }
+    var entries: [Entry] = []
+
+    public init() {}
+
+    public init(_ keys: [(Role, String)]) {
+        entries = keys.map { Entry(role: $0.0, key: Array($0.1.utf8)) }
+    }
+
+    public init(parsing text: String) throws(ConfigurationError) {
+        for item in text.split(separator: ",") {
+            let parts = item.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, let role = Role(rawValue: parts[0]), !parts[1].isEmpty else {
+                // Never echo the item: it may hold a key.
+                throw ConfigurationError(
+                    variable: "SUBLEDGER_API_KEYS",
+                    message: "expected role:key pairs separated by commas, with roles ingest, support or admin")
+            }
+            entries.append(Entry(role: role, key: Array(parts[1].utf8)))
+        }
+    }
+
+    public var isEmpty: Bool { entries.isEmpty }
+
+    /// The role of a presented key. Every configured key is compared in full,
+    /// in time independent of where the bytes differ.
+    public func role(for presented: some StringProtocol) -> Role? {
+        let candidate = Array(presented.utf8)
+        var found: Role?
+        for entry in entries where constantTimeEquals(entry.key, candidate) {
+            found = found ?? entry.role
+        }
+        return found
+    }
+}
+
+/// Compares two byte strings without an early exit on the first difference.
+func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+    var difference: UInt8 = lhs.count == rhs.count ? 0 : 1
+    let length = max(lhs.count, rhs.count)
+    for index in 0..<length {
+        let left = index < lhs.count ? lhs[index] : 0
+        let right = index < rhs.count ? rhs[index] : 0
+        difference |= left ^ right
+    }
+    return difference == 0
+}

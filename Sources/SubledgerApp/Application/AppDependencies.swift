@@ -1,0 +1,35 @@
+import EventStore
+import AppStore
+import Foundation
+import Ledger
+import Logging
+import Postgres
+import Prometheus
+
+/// What the HTTP layer, the workers and the commands share.
+public struct AppDependencies: Sendable {
+    public var configuration: SubledgerConfiguration
+    public var pool: ConnectionPool
+    public var store: EventStore
+    public var catalog: CatalogSource
+    public var logger: Logger
+    /// Rendered by `/metrics`; `main` bootstraps swift-metrics with it.
+    public var metrics: PrometheusCollectorRegistry
+    /// Consumers whose lag `/health` reports.
+    public var consumers: [String]
+    /// Verifies App Store notifications; nil: built from the configuration
+    /// (`AppStoreIntegration.makeVerifier`).
+    public var appStoreVerifier: AppStoreVerifier?
+
+    public init(configuration: SubledgerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
+                metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+                consumers: [String] = [], logger: Logger) {
+        self.configuration = configuration
+        self.pool = pool
+        self.store = EventStore(pool: pool, logger: logger)
+        self.catalog = catalog
+        self.metrics = metrics
+        self.consumers = consumers
+        self.logger = logger
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Ledger
+import Logging
+
+/// Everything `subledger` reads from its environment (each also a `serve` flag).
+public struct SubledgerConfiguration: Sendable {
+    /// Absent: an embedded cluster under `dataDirectory`.
+    public var databaseURL: String?
+    public var dataDirectory: String = "./.subledger"
+    public var host: String = "127.0.0.1"
+    public var port: Int = 8080
+    public var apiKeys: APIKeys = APIKeys()
+    public var productsPath: String?
+    public var restorePolicy: RestorePolicy = .transfer
+    public var webhookURL: String?
+    public var webhookSecret: String?
+    public var appStoreRootCertificates: [String] = []
+    public var appStoreBundleID: String?
+    public var appStoreVerifyURL: String = "https://buy.itunes.apple.com/verifyReceipt"
+    public var appStoreSandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt"
+    public var appStoreSharedSecret: String?
+    /// Pauses before each retry of a temporary receipt status (their count is the number of retries).
+    public var appStoreReceiptRetryDelays: [Duration] = [.milliseconds(500), .seconds(1), .seconds(2)]
+    /// How long one `verifyReceipt` call may take.
+    public var appStoreReceiptTimeout: Duration = .seconds(15)
+    public var logLevel: Logger.Level = .info
+    /// Largest request body accepted, in bytes (the contract's 1 MiB).
+    public var maximumBodySize: Int = 1 << 20
+    public var poolSize: Int = 16
+
+    public init() {}
+
+    /// Reads the variables PRODUCT.md lists; a malformed value is an error naming it.
+    public init(environment: [String: String]) throws(ConfigurationError) {
+        func value(_ name: String) -> String? {
+            guard let raw = environment[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
+            return raw
+        }
+        databaseURL = value("DATABASE_URL")
+        if let directory = value("SUBLEDGER_DATA_DIR") { dataDirectory = directory }
+        if let host = value("HOST") { self.host = host }
+        if let port = value("PORT") {
+            guard let number = Int(port), (0...65535).contains(number) else {
+                throw ConfigurationError(variable: "PORT", message: "expected a port number from 0 to 65535, got \(port)")
+            }
+            self.port = number
+        }
+        if let keys = value("SUBLEDGER_API_KEYS") { apiKeys = try APIKeys(parsing: keys) }
+        productsPath = value("SUBLEDGER_PRODUCTS")
+        if let policy = value("SUBLEDGER_RESTORE_POLICY") {
+            guard let parsed = RestorePolicy(rawValue: policy) else {
+                throw ConfigurationError(variable: "SUBLEDGER_RESTORE_POLICY", message: "expected transfer or keep-original, got \(policy)")
+            }
+            restorePolicy = parsed
+        }
+        webhookURL = value("SUBLEDGER_WEBHOOK_URL")
+        webhookSecret = value("SUBLEDGER_WEBHOOK_SECRET")
+        if let roots = value("SUBLEDGER_APPSTORE_ROOT_CERTS") {
+            appStoreRootCertificates = roots.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        appStoreBundleID = value("SUBLEDGER_APPSTORE_BUNDLE_ID")
+        if let url = value("SUBLEDGER_APPSTORE_VERIFY_URL") { appStoreVerifyURL = url }
+        if let url = value("SUBLEDGER_APPSTORE_SANDBOX_URL") { appStoreSandboxURL = url }
+        appStoreSharedSecret = value("SUBLEDGER_APPSTORE_SHARED_SECRET")
+        if let level = value("LOG_LEVEL") {
+            guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
+                throw ConfigurationError(variable: "LOG_LEVEL", message: "expected trace, debug, info, notice, warning, error or critical, got \(level)")
+            }
+            logLevel = parsed
+        }
+    }
+}
+
+public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
+    public var variable: String
+    public var message: String
+    public var description: String { "\(variable): \(message)" }
+}

@@ -1,0 +1,24 @@
+/// A failure that is nobody's input: a service Subledger depends on is away
+/// or not set up. The HTTP layer answers 502 or 503 with its code.
+public struct ServiceError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable {
+        /// An upstream (the App Store) could not be reached or answered badly: 502.
+        case upstreamUnreachable
+        /// An upstream answered that it cannot do it now: 503.
+        case upstreamUnavailable
+        /// The feature is not configured: 503.
+        case notConfigured
+    }
+
+    public var kind: Kind
+    public var code: String
+    public var message: String
+
+    public init(_ kind: Kind, code: String, message: String) {
+        self.kind = kind
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}

@@ -1,0 +1,90 @@
+import EventStore
+import Foundation
+import Ledger
+import Postgres
+
+/// Answers questions about subscribers from their streams: state at an
+/// instant, explanations, history, and who owns a transaction.
+public struct SubscriberReader: Sendable {
+    public let store: EventStore
+    public let catalog: Catalog
+    let reminders: ReminderStore
+    let ownership: OwnershipStore
+    /// The clock; tests may pin it.
+    public var now: @Sendable () -> Date = { Date() }
+
+    public init(store: EventStore, catalog: Catalog) {
+        self.store = store
+        self.catalog = catalog
+        self.reminders = ReminderStore(pool: store.pool)
+        self.ownership = OwnershipStore(pool: store.pool)
+    }
+
+    public init(_ dependencies: AppDependencies) {
+        self.init(store: dependencies.store, catalog: dependencies.catalog.catalog)
+    }
+
+    /// A subscriber's stream; `subscriber_not_found` when it has none.
+    func history(of subscriberID: String) async throws -> SubscriberHistory {
+        try SubscriberStreams.validate(subscriberID: subscriberID)
+        let history = try SubscriberHistory(subscriberID: subscriberID,
+                                            stored: try await store.readStream(SubscriberStreams.streamID(for: subscriberID)))
+        guard history.exists else {
+            throw LedgerError(kind: .notFound, code: "subscriber_not_found",
+                              message: "Subscriber '\(subscriberID)' has no recorded facts.", field: "subscriberId")
+        }
+        return history
+    }
+
+    /// The subscriber's state at `at` (default: now), with the reminders the
+    /// reminder projection holds for them.
+    public func state(of subscriberID: String, at: Date? = nil) async throws -> SubscriberState {
+        let history = try await history(of: subscriberID)
+        var state = SubscriberState.fold(history.events, subscriberID: subscriberID, catalog: catalog, at: at ?? now())
+        state.reminders = try await reminders.reminders(of: subscriberID).map(\.stateReminder)
+        return state
+    }
+
+    /// The state of a subscriber who may have no facts yet (an empty state then).
+    public func stateOrEmpty(of subscriberID: String) async throws -> SubscriberState {
+        do {
+            return try await state(of: subscriberID)
+        } catch let error as LedgerError where error.kind == .notFound {
+            return SubscriberState.fold([], subscriberID: subscriberID, catalog: catalog, at: now())
+        }
+    }
+
+    /// Why each entitlement is or is not active at `at`.
+    public func explanation(of subscriberID: String, at: Date? = nil) async throws -> Explanation {
+        let history = try await history(of: subscriberID)
+        return explain(subscriberID: subscriberID, history: history.events, catalog: catalog, at: at ?? now())
+    }
+
+    /// The subscriber's events in order, each with a readable summary.
+    public func timeline(of subscriberID: String) async throws -> [TimelineEntry] {
+        let history = try await history(of: subscriberID)
+        return zip(history.stored, history.events).map { TimelineEntry(subscriberID: subscriberID, stored: $0, event: $1) }
+    }
+
+    /// The owner of a transaction (by transaction id or original transaction
+    /// id) and its facts; nil when the ledger has never seen it.
+    public func transaction(_ id: String) async throws -> TransactionReport? {
+        guard let located = try await ownership.locate(transactionOrOriginalID: id) else { return nil }
+        // Facts live where they were recorded: the owner's stream, and a
+        // previous owner's for what happened before a transfer.
+        var subscribers = [located.owner]
+        for subscriber in located.recordedBy where !subscribers.contains(subscriber) { subscribers.append(subscriber) }
+        var entries = [TimelineEntry]()
+        for subscriber in subscribers {
+            let stored = try await store.readStream(SubscriberStreams.streamID(for: subscriber))
+            let history = try SubscriberHistory(subscriberID: subscriber, stored: stored)
+            let wanted = Set(facts(ofTransaction: id, in: history.events).map(\.position))
+            for (stored, event) in zip(history.stored, history.events) where wanted.contains(stored.position) {
+                entries.append(TimelineEntry(subscriberID: subscriber, stored: stored, event: event))
+            }
+        }
+        entries.sort { $0.position < $1.position }
+        return TransactionReport(transactionID: located.isOriginal ? located.originalTransactionID : id,
+                                 originalTransactionID: located.originalTransactionID, subscriberID: located.owner, facts: entries)
+    }
+}

@@ -1,0 +1,41 @@
+import EventStore
+import Foundation
+import Ledger
+
+/// One event of a subscriber's history as served.
+public struct TimelineEntry: Sendable, Encodable {
+    public var subscriberID: String
+    public var position: Int64
+    public var type: String
+    public var recordedAt: Date
+    public var data: JSONDocument
+    public var source: String?
+    public var summary: String
+
+    enum CodingKeys: String, CodingKey {
+        case subscriberID = "subscriberId", position, type, recordedAt, data, source, summary
+    }
+
+    init(subscriberID: String, stored: RecordedEvent, event: RecordedLedgerEvent) {
+        self.subscriberID = subscriberID
+        position = stored.position
+        type = stored.type
+        recordedAt = stored.recordedAt
+        data = (try? JSONDecoder().decode(JSONDocument.self, from: stored.data)) ?? .null
+        source = stored.metadata.source ?? event.event.source
+        summary = event.event.summary
+    }
+}
+
+/// The owner of a transaction and its facts (`GET /v1/transactions/{id}`).
+public struct TransactionReport: Sendable, Encodable {
+    public var transactionID: String
+    public var originalTransactionID: String
+    /// The subscriber holding the original transaction now.
+    public var subscriberID: String
+    public var facts: [TimelineEntry]
+
+    enum CodingKeys: String, CodingKey {
+        case transactionID = "transactionId", originalTransactionID = "originalTransactionId", subscriberID = "subscriberId", facts
+    }
+}

@@ -1,0 +1,139 @@
+import EventStore
+import Foundation
+import Ledger
+import Postgres
+
+/// A change of the ownership lookup, checked against what the decision saw.
+struct OwnershipClaim: Sendable, Hashable {
+    var originalTransactionID: String
+    /// The owner the decision was made against (nil: nobody).
+    var previousOwner: String?
+    var newOwner: String
+}
+
+/// A row of the transaction lookup.
+struct TransactionRow: Sendable, Hashable {
+    var transactionID: String
+    var originalTransactionID: String
+    var subscriberID: String
+}
+
+/// Another writer changed an ownership row after this decision read it.
+struct OwnershipChanged: Error {}
+
+/// Who owns which original transaction (`transaction_owners`) and which
+/// subscriber recorded which transaction (`transaction_ids`), written beside
+/// the events in the writer's transaction.
+struct OwnershipStore: Sendable {
+    let pool: ConnectionPool
+
+    /// A transaction found by its id or its original's.
+    struct Located: Sendable {
+        var originalTransactionID: String
+        /// The subscriber holding the original now.
+        var owner: String
+        /// Whether the id asked for was the original transaction's.
+        var isOriginal: Bool
+        /// Every subscriber that recorded facts of it (previous owners too).
+        var recordedBy: [String]
+    }
+
+    /// Finds a transaction by transaction id or original transaction id.
+    func locate(transactionOrOriginalID id: String) async throws -> Located? {
+        let rows = try await pool.query("""
+            SELECT t.transaction_id, t.original_transaction_id, t.subscriber_id, o.subscriber_id
+            FROM transaction_ids t LEFT JOIN transaction_owners o ON o.original_transaction_id = t.original_transaction_id
+            WHERE t.transaction_id = \(id) OR t.original_transaction_id = \(id)
+            ORDER BY (t.transaction_id = \(id)) DESC, coalesce(t.subscriber_id = o.subscriber_id, false) DESC, t.recorded_at DESC
+            LIMIT 1
+            """)
+        guard let row = rows.first else { return nil }
+        let original = try row.decode(String.self, at: 1)
+        let recordedBy = try row.decode(String.self, at: 2)
+        let owner = try row.decode(String?.self, at: 3) ?? recordedBy
+        let isOriginal = id == original
+        let others = try await pool.query("""
+            SELECT DISTINCT subscriber_id FROM transaction_ids
+            WHERE \(unsafeRaw: isOriginal ? "original_transaction_id" : "transaction_id") = \(id)
+            """)
+        return Located(originalTransactionID: original, owner: owner, isOriginal: isOriginal,
+                       recordedBy: try others.map { try $0.decode(String.self, at: 0) })
+    }
+
+    /// Owners of the original transactions named in `ids` (see `owners(of:on:)`).
+    func owners(of ids: Set<String>) async throws -> [String: String] {
+        try await pool.withConnection { try await Self.owners(of: ids, on: $0) }
+    }
+
+    /// Owners of the original transactions named in `ids`, whether given as
+    /// original or as (non-original) transaction ids.
+    static func owners(of ids: Set<String>, on connection: Connection) async throws -> [String: String] {
+        guard !ids.isEmpty else { return [:] }
+        let list = JSONArgument.strings(ids.sorted())
+        let rows = try await connection.query("""
+            WITH wanted AS (SELECT jsonb_array_elements_text(\(list)::jsonb) AS id)
+            SELECT o.original_transaction_id, o.subscriber_id FROM transaction_owners o
+            WHERE o.original_transaction_id IN (SELECT id FROM wanted)
+               OR o.original_transaction_id IN (
+                    SELECT t.original_transaction_id FROM transaction_ids t WHERE t.transaction_id IN (SELECT id FROM wanted))
+            """)
+        var owners = [String: String]()
+        for row in rows { owners[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1) }
+        return owners
+    }
+
+    /// Writes claims and transaction rows. A claim of an unowned original is
+    /// an INSERT (a concurrent claim makes it fail with a unique violation);
+    /// a transfer updates only if the previous owner still holds it.
+    static func write(claims: [OwnershipClaim], transactions: [TransactionRow], on connection: Connection) async throws {
+        for claim in claims where claim.previousOwner != claim.newOwner {
+            if let previous = claim.previousOwner {
+                let rows = try await connection.query("""
+                    UPDATE transaction_owners SET subscriber_id = \(claim.newOwner), claimed_at = now()
+                    WHERE original_transaction_id = \(claim.originalTransactionID) AND subscriber_id = \(previous)
+                    """)
+                if rows.affectedRows != 1 { throw OwnershipChanged() }
+            } else {
+                try await connection.query("""
+                    INSERT INTO transaction_owners (original_transaction_id, subscriber_id)
+                    VALUES (\(claim.originalTransactionID), \(claim.newOwner))
+                    """)
+            }
+        }
+        guard !transactions.isEmpty else { return }
+        let unique = Set(transactions).sorted { ($0.transactionID, $0.subscriberID) < ($1.transactionID, $1.subscriberID) }
+        let document = "[" + unique.map {
+            "{\"t\":\(JSONArgument.string($0.transactionID)),\"o\":\(JSONArgument.string($0.originalTransactionID)),\"s\":\(JSONArgument.string($0.subscriberID))}"
+        }.joined(separator: ",") + "]"
+        try await connection.query("""
+            INSERT INTO transaction_ids (transaction_id, original_transaction_id, subscriber_id)
+            SELECT e->>'t', e->>'o', e->>'s' FROM jsonb_array_elements(\(PostgresJSON(text: document))::jsonb) e
+            ON CONFLICT (transaction_id, subscriber_id) DO NOTHING
+            """)
+    }
+
+    /// The transaction rows that events recorded for `subscriberID` imply.
+    static func transactionRows(for events: [LedgerEvent], subscriberID: String) -> [TransactionRow] {
+        events.compactMap { event -> TransactionRow? in
+            switch event {
+            case .purchased(let fact), .renewed(let fact), .restored(let fact):
+                TransactionRow(transactionID: fact.transactionId, originalTransactionID: fact.originalTransactionId, subscriberID: subscriberID)
+            case .transferredIn(let transfer):
+                transfer.transaction.map {
+                    TransactionRow(transactionID: $0.transactionId, originalTransactionID: $0.originalTransactionId, subscriberID: subscriberID)
+                }
+            default:
+                nil
+            }
+        }
+    }
+
+    /// Whether an error means another writer got there first (decide again).
+    static func isContention(_ error: Error) -> Bool {
+        if error is WrongExpectedVersion || error is OwnershipChanged { return true }
+        if let error = error as? PostgresError, let state = error.sqlState {
+            return state == .uniqueViolation || state.isTransient
+        }
+        return false
+    }
+}

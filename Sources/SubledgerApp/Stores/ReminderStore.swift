@@ -1,0 +1,89 @@
+import Foundation
+import Ledger
+import Postgres
+
+/// A reminder as served: the state's fields plus who it is for and how its
+/// delivery went.
+public struct ReminderView: Sendable, Equatable, Encodable {
+    public var id: String
+    public var subscriberId: String
+    public var type: ReminderType
+    public var group: String
+    public var productId: String
+    public var expiresAt: Date
+    public var lead: ISODuration
+    public var dueAt: Date
+    public var status: ReminderStatus
+    public var attempts: Int
+    public var lastError: String?
+
+    /// As the subscriber state shows it.
+    public var stateReminder: SubscriberState.Reminder {
+        SubscriberState.Reminder(id: id, dueAt: dueAt, lead: lead, status: status)
+    }
+}
+
+/// Reads of the reminder projection (`reminders`).
+public struct ReminderStore: Sendable {
+    let pool: ConnectionPool
+
+    public init(pool: ConnectionPool) { self.pool = pool }
+
+    /// Reminders across subscribers, by due time.
+    public func list(status: ReminderStatus? = nil, dueBefore: Date? = nil, limit: Int = 1000) async throws -> [ReminderView] {
+        try await pool.query("""
+            SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders
+            WHERE (\(status?.rawValue)::text IS NULL OR status = \(status?.rawValue))
+              AND (\(dueBefore)::timestamptz IS NULL OR due_at < \(dueBefore))
+            ORDER BY due_at, id
+            LIMIT \(limit)
+            """).map(Self.view)
+    }
+
+    /// One subscriber's reminders, by due time.
+    public func reminders(of subscriberID: String) async throws -> [ReminderView] {
+        try await pool.query("""
+            SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders WHERE subscriber_id = \(subscriberID)
+            ORDER BY due_at, id
+            """).map(Self.view)
+    }
+
+    /// Counts by status (for `/metrics`).
+    public func counts() async throws -> [ReminderStatus: Int] {
+        var counts = Dictionary(uniqueKeysWithValues: ReminderStatus.allCases.map { ($0, 0) })
+        for row in try await pool.query("SELECT status, count(*) FROM reminders GROUP BY status") {
+            if let status = ReminderStatus(rawValue: try row.decode(String.self, at: 0)) {
+                counts[status] = try row.decode(Int.self, at: 1)
+            }
+        }
+        return counts
+    }
+
+    static func view(_ row: PostgresRow) throws -> ReminderView {
+        let (reminder, status, attempts, lastError) = try ReminderRows.reminder(row)
+        return ReminderView(id: reminder.id, subscriberId: reminder.subscriberId, type: reminder.type, group: reminder.group,
+                            productId: reminder.productId, expiresAt: reminder.expiresAt, lead: reminder.lead,
+                            dueAt: reminder.dueAt, status: status, attempts: attempts, lastError: lastError)
+    }
+}
+
+extension ReminderView {
+    enum CodingKeys: String, CodingKey {
+        case id, subscriberId, type, group, productId, expiresAt, lead, dueAt, status, attempts, lastError
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(subscriberId, forKey: .subscriberId)
+        try container.encode(type, forKey: .type)
+        try container.encode(group, forKey: .group)
+        try container.encode(productId, forKey: .productId)
+        try container.encode(RFC3339.format(expiresAt), forKey: .expiresAt)
+        try container.encode(lead, forKey: .lead)
+        try container.encode(RFC3339.format(dueAt), forKey: .dueAt)
+        try container.encode(status, forKey: .status)
+        try container.encode(attempts, forKey: .attempts)
+        try container.encode(lastError, forKey: .lastError)
+    }
+}

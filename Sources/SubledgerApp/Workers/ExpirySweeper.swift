@@ -1,0 +1,85 @@
+import EventStore
+import Foundation
+import Ledger
+import Logging
+import Postgres
+import ServiceLifecycle
+
+/// Appends Subledger's own `expired` events when a non-renewing coverage end
+/// passes, as a `Service`.
+///
+/// The reminder projection keeps, per subscriber, the earliest coverage end
+/// not yet recorded as expired; the sweeper reads the subscribers whose end
+/// has passed, decides with `Coverage.dueExpiries` on their stream and appends
+/// at the version it read. Any number of sweepers may run: the event's
+/// idempotency key (`expiry:<group>@<end>`, scoped to the subscriber) lets only
+/// the first copy in, and a concurrent write to the stream (a refund moving
+/// the end) makes the append fail, to be decided again next round.
+public struct ExpirySweeper: Service {
+    public var interval: Duration
+    /// Subscribers looked at per round.
+    public var batchSize = 200
+    let store: EventStore
+    let catalog: Catalog
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    public init(store: EventStore, catalog: Catalog, interval: Duration = .seconds(30),
+                logger: Logger = Logger(label: "subledger.reminders.expiry-sweeper"),
+                now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        self.catalog = catalog
+        self.interval = interval
+        self.logger = logger
+        self.now = now
+    }
+
+    public func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    try await sweepOnce()
+                } catch is CancellationError {
+                    return
+                } catch {
+                    logger.error("expiry sweep failed; retrying next round", metadata: ["error": "\(String(reflecting: error))"])
+                }
+                try await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// One round; returns how many expiry events it appended.
+    @discardableResult
+    public func sweepOnce() async throws -> Int {
+        let now = self.now()
+        let subscribers = try await store.pool.query("""
+            SELECT subscriber_id FROM reminder_subscribers
+            WHERE next_expiry_at <= \(now)
+            ORDER BY next_expiry_at, subscriber_id
+            LIMIT \(batchSize)
+            """).map { try $0.decode(String.self, at: 0) }
+        var appended = 0
+        for subscriberID in subscribers {
+            let streamID = SubscriberStreams.streamID(for: subscriberID)
+            let stored = try await store.readStream(streamID)
+            let history = try stored.map(SubscriberStreams.ledgerEvent)
+            let due = Coverage.dueExpiries(history: history, subscriberID: subscriberID, catalog: catalog, now: now)
+            guard !due.isEmpty else { continue }
+            do {
+                let result = try await store.append(
+                    to: streamID, expected: .exact(stored.last?.streamVersion ?? 0),
+                    events: try SubscriberStreams.newEvents(due, subscriberID: subscriberID, source: FactSource.subledger))
+                let fresh = result.outcomes.filter { !$0.isDuplicate }.count
+                appended += fresh
+                ReminderMetrics.expiriesAppended.increment(by: fresh)
+                if fresh > 0 {
+                    logger.info("coverage expired", metadata: ["subscriber.id": "\(subscriberID)", "expiry.count": "\(fresh)"])
+                }
+            } catch is WrongExpectedVersion {
+                logger.debug("stream moved while sweeping; next round decides again", metadata: ["subscriber.id": "\(subscriberID)"])
+            }
+        }
+        return appended
+    }
+}

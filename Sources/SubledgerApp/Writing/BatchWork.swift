@@ -1,0 +1,189 @@
+import EventStore
+import Foundation
+import Ledger
+import Postgres
+
+/// A batch being decided: the streams it touches as read, with the events
+/// decided so far applied in memory under provisional positions (the store
+/// assigns the real ones), and the ownership changes it makes.
+struct BatchWork {
+    struct Stream {
+        /// The ledger as read, for the state after the commit.
+        var read: SubscriberLedger
+        /// The ledger with this batch's decisions applied.
+        var ledger: SubscriberLedger
+        var history: [RecordedLedgerEvent]
+        var version: Int64
+        var pending: [(command: Int, event: LedgerEvent)] = []
+    }
+
+    private var streams: [String: Stream] = [:]
+    /// Streams in the order they were first named (appends keep it).
+    private var order: [String] = []
+    private var owners: [String: String]
+    private let ownersAsRead: [String: String]
+    /// Original → owner before the batch, for each original it claims.
+    private var claimed: [String: String?] = [:]
+    private var nextPosition: Int64
+    private var commandSubscribers: [String] = []
+    var outcomes: [WriteOutcome]
+
+    /// Reads every stream the batch names and the owners of its transactions.
+    static func load(_ batch: WriteBatch, writer: LedgerWriter) async throws -> BatchWork {
+        var ids = Set<String>()
+        var subscribers = [String]()
+        var seen = Set<String>()
+        for command in batch.commands {
+            ids.formUnion(command.referencedTransactionIDs)
+            if seen.insert(command.subscriberID).inserted { subscribers.append(command.subscriberID) }
+        }
+        let (histories, owners) = try await writer.pool.withConnection { connection in
+            var histories = [SubscriberHistory]()
+            for subscriberID in subscribers { histories.append(try await writer.readHistory(subscriberID, on: connection)) }
+            return (histories, try await OwnershipStore.owners(of: ids, on: connection))
+        }
+        // A later command's decision can record the position of an earlier one
+        // (a transfer's `afterPosition`): start near the real head when there is one.
+        let head = batch.commands.count > 1 ? try await writer.store.headPosition() : histories.map(\.lastPosition).max() ?? 0
+        var work = BatchWork(owners: owners, nextPosition: head + 1, commands: batch.commands.count)
+        work.commandSubscribers = batch.commands.map(\.subscriberID)
+        for history in histories { work.add(history) }
+        return work
+    }
+
+    private init(owners: [String: String], nextPosition: Int64, commands: Int) {
+        self.owners = owners
+        self.ownersAsRead = owners
+        self.nextPosition = nextPosition
+        self.outcomes = Array(repeating: .duplicate(position: 0), count: commands)
+    }
+
+    func hasStream(_ subscriberID: String) -> Bool { streams[subscriberID] != nil }
+
+    /// Adds a stream read during the batch (a transfer's previous owner).
+    mutating func add(_ history: SubscriberHistory) {
+        let ledger = SubscriberLedger(subscriberID: history.subscriberID, events: history.events)
+        streams[history.subscriberID] = Stream(read: ledger, ledger: ledger, history: history.events, version: history.version)
+        order.append(history.subscriberID)
+    }
+
+    func decide(_ command: WriteCommand, decider: Decider, now: Date) throws(LedgerError) -> Decision {
+        let ledger = streams[command.subscriberID]?.ledger ?? SubscriberLedger(subscriberID: command.subscriberID)
+        let owners = self.owners
+        switch command.request {
+        case .fact(let request):
+            return try decider.decide(request, ledger: ledger, owner: { owners[$0] }, now: now, source: command.source)
+        case .restore(let request):
+            return try decider.decide(request, ledger: ledger, owner: { owners[$0] }, now: now, source: command.source)
+        }
+    }
+
+    /// Where the first copy of a duplicate command is.
+    func duplicatePosition(of command: WriteCommand) -> Int64 {
+        let history = streams[command.subscriberID]?.history ?? []
+        switch command.request {
+        case .fact(let request): return DuplicatePosition.of(request, in: history)
+        case .restore: return history.last?.position ?? 0
+        }
+    }
+
+    /// Applies a decision in memory, so the commands after it see it.
+    mutating func apply(_ decision: Decision, of command: Int, for subscriberID: String, now: Date) {
+        append(decision.events, to: subscriberID, command: command, now: now)
+        for transfer in decision.transfers {
+            append(transfer.events, to: transfer.fromSubscriberID, command: command, now: now)
+        }
+        for original in decision.claims {
+            if claimed[original] == nil { claimed[original] = .some(ownersAsRead[original]) }
+            owners[original] = subscriberID
+        }
+        outcomes[command] = .recorded(position: 0)
+    }
+
+    private mutating func append(_ events: [LedgerEvent], to subscriberID: String, command: Int, now: Date) {
+        for event in events {
+            let recorded = RecordedLedgerEvent(position: nextPosition, recordedAt: now, event: event)
+            streams[subscriberID]?.ledger.apply(recorded)
+            streams[subscriberID]?.history.append(recorded)
+            streams[subscriberID]?.pending.append((command, event))
+            nextPosition += 1
+        }
+    }
+
+    /// The streams with new events, in order.
+    private var appendedStreams: [String] { order.filter { !(streams[$0]?.pending.isEmpty ?? true) } }
+
+    /// Every stream's new events, each expecting the version it was read at.
+    func appends(sources: [String]) throws -> [StreamAppend] {
+        try appendedStreams.map { subscriberID in
+            let stream = streams[subscriberID]!
+            let events = try stream.pending.map { pending in
+                try SubscriberStreams.newEvents([pending.event], subscriberID: subscriberID, source: sources[pending.command])[0]
+            }
+            return StreamAppend(streamID: SubscriberStreams.streamID(for: subscriberID), expected: .exact(stream.version), events: events)
+        }
+    }
+
+    var claims: [OwnershipClaim] {
+        claimed.map { original, previous in
+            OwnershipClaim(originalTransactionID: original, previousOwner: previous, newOwner: owners[original]!)
+        }
+    }
+
+    var transactionRows: [TransactionRow] {
+        appendedStreams.flatMap { subscriberID in
+            OwnershipStore.transactionRows(for: streams[subscriberID]!.pending.map(\.event), subscriberID: subscriberID)
+        }
+    }
+
+    /// The outcomes with the positions the store gave, and the ledgers after
+    /// the commit. An event the store already had (a concurrent copy stored
+    /// first) makes its command a duplicate of that copy, and its stream's
+    /// ledger unknown until read again.
+    func result(appendResults: [StreamAppendResult], now: Date) -> WriteBatchResult {
+        var outcomes = self.outcomes
+        var ledgers = [String: SubscriberLedger]()
+        for subscriberID in order where streams[subscriberID]!.pending.isEmpty {
+            ledgers[subscriberID] = streams[subscriberID]!.read
+        }
+        for (subscriberID, appended) in zip(appendedStreams, appendResults) {
+            let stream = streams[subscriberID]!
+            var ledger = stream.read
+            var isKnown = true
+            for (outcome, pending) in zip(appended.outcomes, stream.pending) {
+                let ownStream = isOwn(pending.command, subscriberID)
+                if outcome.isDuplicate {
+                    isKnown = false
+                    if ownStream { outcomes[pending.command] = .duplicate(position: outcome.position) }
+                    continue
+                }
+                ledger.apply(RecordedLedgerEvent(position: outcome.position, recordedAt: now, event: pending.event))
+                if ownStream, case .recorded = outcomes[pending.command] {
+                    outcomes[pending.command] = .recorded(position: outcome.position)
+                }
+            }
+            if isKnown { ledgers[subscriberID] = ledger }
+        }
+        return WriteBatchResult(outcomes: outcomes, ledgers: ledgers)
+    }
+
+    /// Whether `subscriberID` is the subscriber command `index` was for (not a
+    /// previous owner receiving `transferred_out`).
+    private func isOwn(_ index: Int, _ subscriberID: String) -> Bool {
+        commandSubscribers[index] == subscriberID
+    }
+}
+
+extension WriteCommand {
+    /// The transaction ids whose owners the decision may ask about.
+    var referencedTransactionIDs: Set<String> {
+        switch request {
+        case .fact(let request): Set([request.transactionId, request.originalTransactionId].compactMap { $0 })
+        case .restore(let request): Set(request.transactions.flatMap { [$0.transactionId, $0.originalTransactionId] })
+        }
+    }
+}
+
+extension SubscriberHistory {
+    var lastPosition: Int64 { stored.last?.position ?? 0 }
+}

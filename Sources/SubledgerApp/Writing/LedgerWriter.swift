@@ -1,0 +1,194 @@
+import EventStore
+import Foundation
+import Ledger
+import Logging
+import Metrics
+import Postgres
+
+/// The one write path of the ledger. An API request is a batch of one; an
+/// import, a receipt or an App Store notification a batch of many.
+///
+/// A batch reads the streams of its subscribers and the owners of the
+/// transactions it names, decides each command in order against those
+/// states in memory, and appends every stream's new events in one
+/// transaction with the versions it read, the ownership rows beside them.
+/// When another writer got there first (a newer stream version, an
+/// ownership row that changed) the whole batch reads and decides again, so
+/// concurrent writes on one subscriber apply one after the other and none
+/// is lost.
+public struct LedgerWriter: Sendable {
+    public let pool: ConnectionPool
+    public let store: EventStore
+    public let catalog: Catalog
+    public let decider: Decider
+    let logger: Logger
+    /// How many times a batch decides again before giving up (`WriteContention`).
+    public var maximumAttempts = 50
+    /// The clock; tests may pin it.
+    public var now: @Sendable () -> Date = { Date() }
+    /// Told, after a batch commits, which original transactions it claimed
+    /// for which subscriber (App Store notifications waiting for an owner).
+    public var claimObserver: (@Sendable (_ originalTransactionIDs: [String], _ subscriberID: String) async -> Void)?
+
+    public init(pool: ConnectionPool, store: EventStore, catalog: Catalog, restorePolicy: RestorePolicy, logger: Logger) {
+        self.pool = pool
+        self.store = store
+        self.catalog = catalog
+        self.decider = Decider(catalog: catalog, restorePolicy: restorePolicy)
+        self.logger = logger
+    }
+
+    public init(_ dependencies: AppDependencies) {
+        self.init(pool: dependencies.pool, store: dependencies.store, catalog: dependencies.catalog.catalog,
+                  restorePolicy: dependencies.configuration.restorePolicy, logger: dependencies.logger)
+    }
+
+    // MARK: One fact
+
+    /// Records one fact; a refusal is thrown as the `LedgerError`.
+    public func record(_ request: FactRequest, subscriberID: String, source: String = FactSource.api,
+                       alongside: WriteBatch.Alongside? = nil) async throws -> WriteResult {
+        try await writeOne(.fact(request, subscriberID: subscriberID, source: source), alongside: alongside)
+    }
+
+    /// Records a restore.
+    public func restore(_ request: RestoreRequest, subscriberID: String, source: String = FactSource.api) async throws -> WriteResult {
+        try await writeOne(.restore(request, subscriberID: subscriberID, source: source), alongside: nil)
+    }
+
+    private func writeOne(_ command: WriteCommand, alongside: WriteBatch.Alongside?) async throws -> WriteResult {
+        try SubscriberStreams.validate(subscriberID: command.subscriberID)
+        var result = try await write(WriteBatch([command], alongside: alongside))
+        if !result.knowsLedger(of: command.subscriberID) {
+            // A concurrent copy of this fact was stored first: decide again, and answer as it did.
+            result = try await write(WriteBatch([command], alongside: alongside))
+        }
+        let now = self.now()
+        let ledger = result.ledgers[command.subscriberID] ?? SubscriberLedger(subscriberID: command.subscriberID)
+        switch result.outcomes[0] {
+        case .recorded(let position):
+            return WriteResult(position: position, isDuplicate: false, state: ledger.state(at: now, catalog: catalog))
+        case .duplicate(let position):
+            return WriteResult(position: position, isDuplicate: true, state: ledger.state(at: now, catalog: catalog))
+        case .rejected(let error):
+            throw error
+        }
+    }
+
+    // MARK: Batches
+
+    /// Writes a batch, deciding again while concurrent writers interfere.
+    ///
+    /// A batch that skips refusals and fails on something the database
+    /// refuses (text it cannot store, an oversized key) is written again one
+    /// command at a time, so only the culprit is rejected.
+    public func write(_ batch: WriteBatch) async throws -> WriteBatchResult {
+        for attempt in 1...maximumAttempts {
+            do {
+                return try await attemptWrite(batch)
+            } catch where OwnershipStore.isContention(error) {
+                Self.retries.increment()
+                logger.debug("write lost a race; deciding again", metadata: [
+                    "subscriber.id": "\(batch.commands.first?.subscriberID ?? "")", "write.commands": "\(batch.commands.count)",
+                    "write.attempt": "\(attempt)", "error": "\(error)",
+                ])
+                try await Task.sleep(for: .microseconds(Int.random(in: 200...(1000 * min(attempt, 20)))))
+            } catch let error as PostgresError where error.isDataRefusal && batch.refusals == .skip {
+                return try await isolate(batch, error: error)
+            }
+        }
+        Self.exhausted.increment()
+        throw WriteContention(subscriberIDs: batch.commands.map(\.subscriberID))
+    }
+
+    /// Writes each command of a failed batch alone.
+    private func isolate(_ batch: WriteBatch, error: PostgresError) async throws -> WriteBatchResult {
+        guard batch.commands.count > 1 else {
+            Self.factsRejected.increment()
+            return WriteBatchResult(outcomes: [.rejected(LedgerError.databaseRefused(error))], ledgers: [:])
+        }
+        var result = WriteBatchResult(outcomes: [], ledgers: [:])
+        for command in batch.commands {
+            let single = try await write(WriteBatch([command], refusals: .skip, alongside: batch.alongside))
+            result.outcomes += single.outcomes
+            result.ledgers.merge(single.ledgers) { _, new in new }
+        }
+        return result
+    }
+
+    private func attemptWrite(_ batch: WriteBatch) async throws -> WriteBatchResult {
+        var work = try await BatchWork.load(batch, writer: self)
+        let now = self.now()
+        for (index, command) in batch.commands.enumerated() {
+            let decision: Decision
+            do {
+                decision = try work.decide(command, decider: decider, now: now)
+            } catch {
+                Self.factsRejected.increment()
+                if batch.refusals == .abortAll { throw error }
+                work.outcomes[index] = .rejected(error)
+                continue
+            }
+            if decision.isDuplicate {
+                Self.factsDuplicate.increment()
+                work.outcomes[index] = .duplicate(position: work.duplicatePosition(of: command))
+                continue
+            }
+            for transfer in decision.transfers where !work.hasStream(transfer.fromSubscriberID) {
+                let history = try await pool.withConnection { try await readHistory(transfer.fromSubscriberID, on: $0) }
+                work.add(history)
+            }
+            work.apply(decision, of: index, for: command.subscriberID, now: now)
+        }
+        let appends = try work.appends(sources: batch.commands.map(\.source))
+        guard !appends.isEmpty || batch.alongside != nil else { return work.result(appendResults: [], now: now) }
+        let claims = work.claims
+        let rows = work.transactionRows
+        let results = try await store.transaction { connection in
+            let results = appends.isEmpty ? [] : try await store.append(appends, on: connection)
+            try await OwnershipStore.write(claims: claims, transactions: rows, on: connection)
+            try await batch.alongside?(connection)
+            return results
+        }
+        let result = work.result(appendResults: results, now: now)
+        for outcome in result.outcomes {
+            if case .recorded = outcome { Self.factsRecorded.increment() }
+        }
+        if let claimObserver {
+            let changed = claims.filter { $0.previousOwner != $0.newOwner }
+            for (subscriberID, claimed) in Dictionary(grouping: changed, by: \.newOwner) {
+                await claimObserver(claimed.map(\.originalTransactionID), subscriberID)
+            }
+        }
+        return result
+    }
+
+    /// A subscriber's stream as the ledger sees it.
+    func readHistory(_ subscriberID: String, on connection: Connection) async throws -> SubscriberHistory {
+        try SubscriberHistory(subscriberID: subscriberID,
+                              stored: try await store.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection))
+    }
+
+    static let factsRecorded = Counter(label: "subledger_facts_total", dimensions: [("outcome", "recorded")])
+    static let factsDuplicate = Counter(label: "subledger_facts_total", dimensions: [("outcome", "duplicate")])
+    static let factsRejected = Counter(label: "subledger_facts_total", dimensions: [("outcome", "rejected")])
+    static let retries = Counter(label: "subledger_fact_retries_total")
+    static let exhausted = Counter(label: "subledger_fact_retries_exhausted_total")
+}
+
+extension PostgresError {
+    /// The database refused a value (SQLSTATE class 22, data exception, or
+    /// 54000, e.g. an index row too large): the input's fault, not the server's.
+    package var isDataRefusal: Bool {
+        guard let state = sqlState?.rawValue else { return false }
+        return state.hasPrefix("22") || state == "54000"
+    }
+}
+
+extension LedgerError {
+    /// A fact whose values the database cannot store.
+    static func databaseRefused(_ error: PostgresError) -> LedgerError {
+        LedgerError(kind: .badRequest, code: "invalid_field",
+                    message: "The database cannot store a value of this fact (SQLSTATE \(error.sqlState?.rawValue ?? "?")): \(error.message)")
+    }
+}

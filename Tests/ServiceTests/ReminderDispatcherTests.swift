@@ -1,0 +1,293 @@
+import EventStore
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Ledger
+import Postgres
+@testable import SubledgerApp
+@testable import HTTPAPI
+import Testing
+
+@Suite("Reminder dispatcher")
+struct ReminderDispatcherTests {
+    @Test func aFailedDeliveryIsRetriedAndAcceptedOnceWithTheSameIdAndAValidSignature() async throws {
+        try await ReminderFixture.with { fixture in
+            let receiver = WebhookReceiver(failuresPerID: 1)
+            try await withReceiver(receiver) { url in
+                try await fixture.append("alice", [ReminderFixture.pass("t1", at: Date() - 25 * 86_400)])
+                try await fixture.project()
+                try await fixture.makeDue(lead: "P1D")
+                // A first retry long enough to observe on a loaded machine; then made due by hand.
+                let dispatcher = fixture.dispatcher(url: url, firstRetry: .seconds(10))
+
+                #expect(try await dispatcher.dispatchDue() == 1)
+                let afterFailure = try await fixture.delivery(lead: "P1D")
+                #expect(afterFailure.status == "pending" && afterFailure.attempts == 1 && afterFailure.lastError == "HTTP 500")
+                #expect(afterFailure.retryIn > 0 && afterFailure.retryIn < 30, "first retry within 30 s")
+                #expect(try await dispatcher.dispatchDue() == 0, "not retried before its backoff")
+                try await fixture.makeDue(lead: "P1D")
+
+                try await fixture.dispatch(dispatcher) { await receiver.accepted.count == 1 }
+                let requests = await receiver.requests
+                #expect(requests.map(\.status) == [500, 200])
+                #expect(Set(requests.map(\.id)).count == 1, "the same id on every attempt")
+                #expect(requests[0].body == requests[1].body)
+                for request in requests {
+                    #expect(WebhookSignature.isValid(header: request.signature ?? "", body: request.body, secret: "whsec-test"))
+                }
+                #expect(!WebhookSignature.isValid(header: requests[0].signature ?? "", body: requests[0].body, secret: "other"))
+                let body = try JSONSerialization.jsonObject(with: requests[1].body) as? [String: Any]
+                #expect(Set(body?.keys.map { $0 } ?? []) == ["id", "type", "subscriberId", "group", "productId", "expiresAt", "lead", "dueAt"])
+                #expect(body?["subscriberId"] as? String == "alice" && body?["lead"] as? String == "P1D")
+
+                let sent = try await fixture.delivery(lead: "P1D")
+                #expect(sent.status == "sent" && sent.attempts == 2)
+                #expect(try await fixture.events(type: "reminder_sent", of: "alice").count == 1)
+
+                // Nothing is due any more; the projection agrees it was sent.
+                #expect(try await dispatcher.dispatchDue() == 0)
+                try await fixture.project()
+                #expect(try await fixture.delivery(lead: "P1D").status == "sent")
+                #expect(await receiver.requests.count == 2)
+            }
+        }
+    }
+
+    /// Several dispatchers racing over the same due reminders, each claiming
+    /// a few at a time: every reminder is delivered exactly once. (Without the
+    /// locking claim, two claims running at the same moment both take the
+    /// same rows and the receiver sees duplicates.)
+    @Test func twoDispatchersRunningTogetherNeverBothDeliverTheSameReminder() async throws {
+        try await ReminderFixture.with { fixture in
+            let receiver = WebhookReceiver(failuresPerID: 0, delay: .milliseconds(2))
+            try await withReceiver(receiver) { url in
+                for index in 0..<20 {
+                    try await fixture.append("s\(index)", [ReminderFixture.pass("t\(index)", at: Date() - 86_400)])
+                }
+                try await fixture.project()
+                try await fixture.makeDue()
+                let dispatchers = (0..<4).map { _ in fixture.dispatcher(url: url).with { $0.batchSize = 2 } }
+
+                let claimed = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for dispatcher in dispatchers { group.addTask { try await fixture.drainDispatcher(dispatcher) } }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+
+                let accepted = await receiver.accepted
+                #expect(Set(accepted).count == 60)
+                #expect(accepted.count == 60, "\(accepted.count - Set(accepted).count) reminders were delivered twice")
+                #expect(claimed.reduce(0, +) == 60)
+                #expect(claimed.filter { $0 > 0 }.count >= 2, "the dispatchers shared the work: \(claimed)")
+                let sent = try await fixture.dependencies.pool.query("SELECT count(*) FROM events WHERE type = 'reminder_sent'")
+                #expect(try sent.first?.decode(Int.self, at: 0) == 60)
+            }
+        }
+    }
+
+    @Test func aDeliveryThatNeverSucceedsIsFailedAfterTheLastAttemptAndVisibleToSupport() async throws {
+        try await ReminderFixture.with { fixture in
+            let receiver = WebhookReceiver(failuresPerID: 1000)
+            try await withReceiver(receiver) { url in
+                try await fixture.append("dave", [ReminderFixture.pass("d1", at: Date() - 25 * 86_400)])
+                try await fixture.project()
+                try await fixture.makeDue(lead: "P0D")
+                let dispatcher = fixture.dispatcher(url: url).with { $0.maximumAttempts = 3 }
+                try await fixture.dispatch(dispatcher) { (try? await fixture.delivery(lead: "P0D").status) == "failed" }
+                #expect(await receiver.requests.count == 3)
+                #expect(try await fixture.events(type: "reminder_failed", of: "dave").count == 1)
+                try await fixture.project()
+                #expect(try await fixture.delivery(lead: "P0D").status == "failed")
+
+                let app = buildApplication(fixture.dependencies)
+                try await app.test(.router) { client in
+                    let response = try await client.execute(uri: "/v1/reminders?status=failed", method: .get, headers: [.authorization: "Bearer \(Keys.support)"])
+                    #expect(response.status == .ok)
+                    let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                    let reminders = body?["reminders"] as? [[String: Any]] ?? []
+                    #expect(reminders.count == 1)
+                    #expect(reminders.first?["attempts"] as? Int == 3 && reminders.first?["lastError"] as? String == "HTTP 500")
+                    #expect(reminders.first?["subscriberId"] as? String == "dave")
+                }
+            }
+        }
+    }
+
+    @Test func withoutAWebhookURLRemindersAreScheduledAndNothingIsSent() async throws {
+        try await ReminderFixture.with { fixture in
+            try await fixture.append("erin", [ReminderFixture.pass("e1", at: Date() - 86_400)])
+            try await fixture.project()
+            try await fixture.makeDue()
+            let dispatcher = ReminderDispatcher(pool: fixture.dependencies.pool, store: fixture.dependencies.store,
+                                                conninfo: fixture.conninfo, settings: .init(webhookURL: nil, secret: nil))
+            #expect(try await dispatcher.dispatchDue() == 0)
+            #expect(try await fixture.rows().map(\.status) == [.pending, .pending, .pending])
+            #expect(try await fixture.events(type: "reminder_sent", of: "erin").isEmpty)
+        }
+    }
+
+    /// The loop sleeps up to the poll interval, but a reminder that becomes
+    /// pending wakes it (NOTIFY) and it sleeps only until that one is due.
+    @Test func theRunningDispatcherWakesOnNotifyAndSendsWhenDue() async throws {
+        try await ReminderFixture.with { fixture in
+            let receiver = WebhookReceiver(failuresPerID: 0)
+            try await withReceiver(receiver) { url in
+                let dispatcher = fixture.dispatcher(url: url).with { $0.pollInterval = .seconds(30) }
+                let running = Task { await dispatcher.runUntilCancelled() }
+                defer { running.cancel() }
+                try await Task.sleep(for: .milliseconds(300))
+                let now = Date()
+                try await fixture.append("fay", [ReminderFixture.monthly("f1", at: now - 86_400, expires: now + 1.5),
+                                                 ReminderFixture.autoRenew("f1", false, at: now - 1)])
+                try await fixture.project()
+                let started = ContinuousClock.now
+                while await receiver.accepted.isEmpty {
+                    #expect(ContinuousClock.now - started < .seconds(10))
+                    if ContinuousClock.now - started > .seconds(10) { break }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                #expect(ContinuousClock.now - started < .seconds(5), "it waited for the poll instead of the due time")
+                #expect(await receiver.requests.map(\.lead) == ["P0D"])
+            }
+        }
+    }
+
+    @Test func backoffStartsWithinThirtySecondsAndIsCapped() {
+        var settings = ReminderDispatcher.Settings()
+        #expect(settings.firstRetry <= .seconds(30))
+        #expect(settings.lease > settings.requestTimeout)
+        settings.maximumBackoff = .seconds(100)
+        let dispatcher = ReminderDispatcher(pool: ConnectionPool(configuration: .init(conninfo: "")), store: EventStore(pool: ConnectionPool(configuration: .init(conninfo: ""))),
+                                            conninfo: "", settings: settings)
+        #expect((1...6).map { dispatcher.backoff(afterAttempt: $0) } == [.seconds(10), .seconds(20), .seconds(40), .seconds(80), .seconds(100), .seconds(100)])
+    }
+
+    @Test func theSignatureIsTheHMACOfTimestampDotBody() {
+        let body = Data(#"{"id":"rem:1"}"#.utf8)
+        let header = WebhookSignature.header(body: body, secret: "s3cret", timestamp: 1_700_000_000)
+        // printf '1700000000.{"id":"rem:1"}' | openssl dgst -sha256 -hmac s3cret
+        #expect(header == "t=1700000000,v1=" + WebhookSignature.hex(body: body, secret: "s3cret", timestamp: 1_700_000_000))
+        #expect(WebhookSignature.isValid(header: header, body: body, secret: "s3cret", now: Date(timeIntervalSince1970: 1_700_000_100)))
+        #expect(!WebhookSignature.isValid(header: header, body: body, secret: "s3cret", now: Date(timeIntervalSince1970: 1_700_001_000)),
+                "too old")
+        #expect(!WebhookSignature.isValid(header: header, body: Data(#"{"id":"rem:2"}"#.utf8), secret: "s3cret",
+                                          now: Date(timeIntervalSince1970: 1_700_000_000)))
+    }
+}
+
+extension ReminderDispatcher {
+    func with(_ change: (inout Settings) -> Void) -> ReminderDispatcher {
+        var settings = self.settings
+        change(&settings)
+        return ReminderDispatcher(pool: pool, store: store, conninfo: conninfo, settings: settings, client: client, logger: logger)
+    }
+}
+
+extension ReminderFixture {
+    func dispatcher(url: String, firstRetry: Duration = .milliseconds(100)) -> ReminderDispatcher {
+        var settings = ReminderDispatcher.Settings(webhookURL: url, secret: "whsec-test")
+        settings.firstRetry = firstRetry
+        settings.pollInterval = .milliseconds(200)
+        return ReminderDispatcher(pool: dependencies.pool, store: dependencies.store, conninfo: conninfo, settings: settings)
+    }
+
+    /// Makes pending reminders due now (all, or those of one lead).
+    func makeDue(lead: String? = nil) async throws {
+        try await dependencies.pool.query("""
+            UPDATE reminders SET next_attempt_at = now() WHERE status = 'pending' AND (\(lead)::text IS NULL OR lead = \(lead))
+            """)
+    }
+
+    /// Runs rounds until `done`, for at most 20 s.
+    func dispatch(_ dispatcher: ReminderDispatcher, until done: () async -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while await !done() {
+            guard ContinuousClock.now < deadline else { throw ProjectionTimeout() }
+            if try await dispatcher.dispatchDue() == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+    }
+
+    /// Runs rounds until nothing is pending; returns how many reminders this one claimed.
+    func drainDispatcher(_ dispatcher: ReminderDispatcher) async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(20)
+        var claimed = 0
+        while try await dependencies.pool.query("SELECT 1 FROM reminders WHERE status = 'pending' LIMIT 1").count > 0 {
+            guard ContinuousClock.now < deadline else { throw ProjectionTimeout() }
+            let round = try await dispatcher.dispatchDue()
+            claimed += round
+            if round == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        return claimed
+    }
+
+    struct DeliveryRow {
+        var status: String
+        var attempts: Int
+        var lastError: String?
+        /// Seconds until the next attempt may start.
+        var retryIn: Double
+    }
+
+    func delivery(lead: String) async throws -> DeliveryRow {
+        let row = try await dependencies.pool.query("""
+            SELECT status, attempts, last_error, extract(epoch FROM next_attempt_at - now())::float8
+            FROM reminders WHERE lead = \(lead) ORDER BY due_at DESC LIMIT 1
+            """).first!
+        return DeliveryRow(status: try row.decode(String.self, at: 0), attempts: try row.decode(Int.self, at: 1),
+                           lastError: try row.decode(String?.self, at: 2), retryIn: try row.decode(Double.self, at: 3))
+    }
+
+    /// The data of a subscriber's events of one type.
+    func events(type: String, of subscriberID: String) async throws -> [RecordedEvent] {
+        try await dependencies.store.readStream(SubscriberStreams.streamID(for: subscriberID)).filter { $0.type == type }
+    }
+}
+
+/// A webhook endpoint on loopback that records what it gets and fails the
+/// first `failuresPerID` requests of each reminder with a 500.
+actor WebhookReceiver {
+    struct Received: Sendable {
+        var id: String
+        var lead: String
+        var signature: String?
+        var body: Data
+        var status: Int
+    }
+
+    let failuresPerID: Int
+    let delay: Duration
+    private(set) var requests: [Received] = []
+    private var seen: [String: Int] = [:]
+
+    init(failuresPerID: Int, delay: Duration = .zero) {
+        self.failuresPerID = failuresPerID
+        self.delay = delay
+    }
+
+    var accepted: [String] { requests.filter { $0.status == 200 }.map(\.id) }
+
+    func receive(body: Data, signature: String?) -> Int {
+        let fields = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
+        let id = fields?["id"] as? String ?? ""
+        let count = seen[id, default: 0]
+        seen[id] = count + 1
+        let status = count < failuresPerID ? 500 : 200
+        requests.append(Received(id: id, lead: fields?["lead"] as? String ?? "", signature: signature, body: body, status: status))
+        return status
+    }
+}
+
+/// Runs `body` with the receiver listening on a free loopback port.
+func withReceiver(_ receiver: WebhookReceiver, _ body: @escaping @Sendable (String) async throws -> Void) async throws {
+    let router = Router()
+    router.post("/hook") { request, _ -> Response in
+        let bytes = try await request.body.collect(upTo: 1 << 20)
+        let signature = request.headers.first { $0.name.canonicalName == "subledger-signature" }?.value
+        if receiver.delay > .zero { try await Task.sleep(for: receiver.delay) }
+        let status = await receiver.receive(body: Data(bytes.readableBytesView), signature: signature)
+        return Response(status: .init(code: status))
+    }
+    let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+    try await app.test(.live) { client in
+        try await body("http://127.0.0.1:\(client.port!)/hook")
+    }
+}

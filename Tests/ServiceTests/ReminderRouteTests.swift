@@ -1,0 +1,69 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Ledger
+@testable import SubledgerApp
+@testable import HTTPAPI
+import Testing
+
+@Suite("GET /v1/reminders")
+struct ReminderRouteTests {
+    @Test func listsRemindersAcrossSubscribersByDueTimeWithFilters() async throws {
+        try await ReminderFixture.with { fixture in
+            let now = Date()
+            try await fixture.append("ann", [ReminderFixture.pass("a1", at: now - 25 * 86_400)])
+            try await fixture.append("ben", [ReminderFixture.pass("b1", at: now - 86_400)])
+            try await fixture.project()
+            try await buildApplication(fixture.dependencies).test(.router) { client in
+                func reminders(_ query: String, key: String = Keys.support) async throws -> [[String: Any]] {
+                    let response = try await client.execute(uri: "/v1/reminders" + query, method: .get, headers: [.authorization: "Bearer \(key)"])
+                    #expect(response.status == .ok)
+                    let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                    return body?["reminders"] as? [[String: Any]] ?? []
+                }
+                let all = try await reminders("")
+                #expect(all.count == 6)
+                let due = all.map { $0["dueAt"] as? String ?? "" }
+                #expect(due == due.sorted())
+                #expect(Set(all.map { $0["subscriberId"] as? String ?? "" }) == ["ann", "ben"])
+                #expect(Set(all[0].keys).isSuperset(of: ["id", "dueAt", "lead", "status", "subscriberId"]))
+
+                #expect(try await reminders("?status=skipped").map { $0["subscriberId"] as? String } == ["ann"])
+                let soon = RFC3339.format(now + 10 * 86_400)
+                #expect(try await reminders("?status=pending&dueBefore=\(soon)", key: Keys.admin).count == 2)
+
+                for (query, field) in [("?status=late", "status"), ("?dueBefore=tomorrow", "dueBefore"), ("?limit=0", "limit")] {
+                    let response = try await client.execute(uri: "/v1/reminders" + query, method: .get, headers: [.authorization: "Bearer \(Keys.support)"])
+                    #expect(response.status == .badRequest)
+                    let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: [String: String]]
+                    #expect(body?["error"]?["field"] == field)
+                }
+                #expect(try await client.execute(uri: "/v1/reminders", method: .get).status == .unauthorized)
+                #expect(try await client.execute(uri: "/v1/reminders", method: .get, headers: [.authorization: "Bearer \(Keys.ingest)"]).status == .forbidden)
+            }
+        }
+    }
+
+    @Test func healthShowsTheProjectionLagAndTheStateShowsTheSubscribersReminders() async throws {
+        try await ReminderFixture.with { fixture in
+            try await fixture.append("cid", [ReminderFixture.pass("c1", at: Date() - 25 * 86_400)])
+            try await buildApplication(fixture.dependencies).test(.router) { client in
+                func lag() async throws -> Int? {
+                    let response = try await client.execute(uri: "/health", method: .get)
+                    let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                    return (body?["projections"] as? [String: Any])?["reminders"] as? Int
+                }
+                #expect(try await lag() == 1)
+                try await fixture.project()
+                #expect(try await lag() == 0)
+
+                let response = try await client.execute(uri: "/v1/subscribers/cid", method: .get, headers: [.authorization: "Bearer \(Keys.support)"])
+                #expect(response.status == .ok)
+                let state = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                let reminders = state?["reminders"] as? [[String: Any]] ?? []
+                #expect(reminders.map { "\($0["lead"] ?? ""):\($0["status"] ?? "")" } == ["P7D:skipped", "P1D:pending", "P0D:pending"])
+                #expect(Set(reminders.first?.keys.map { $0 } ?? []) == ["id", "dueAt", "lead", "status"])
+            }
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import EventStore
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Ledger
+import Logging
+import Postgres
+import HTTPAPI
+import SubledgerApp
+import TestSupport
+import Testing
+
+let exampleCatalogJSON = """
+{ "version": 3,
+  "products": [
+    {"id": "com.example.pro.monthly", "type": "auto-renewable", "group": "pro", "entitlements": ["pro"], "reminders": ["P3D"]},
+    {"id": "com.example.pass.30d", "type": "non-renewing", "duration": "P30D", "group": "pass", "entitlements": ["pro"], "reminders": ["P7D", "P1D", "P0D"]},
+    {"id": "com.example.coins.100", "type": "consumable"},
+    {"id": "com.example.level2", "type": "non-consumable", "entitlements": ["level2"]}
+  ] }
+"""
+
+enum Keys {
+    static let ingest = "ingest-key-1"
+    static let support = "support-key-1"
+    static let admin = "admin-key-1"
+
+    static func bearer(_ key: String) -> HTTPFields { [.authorization: "Bearer \(key)"] }
+}
+
+/// The catalog file's modification time the products tests see.
+let catalogModified = Date(timeIntervalSince1970: 1_700_000_000)
+
+/// The application's dependencies on a fresh, migrated database.
+func makeDependencies(restorePolicy: RestorePolicy = .transfer, poolSize: Int = 8) async throws -> AppDependencies {
+    let conninfo = try await TestDatabase.make()
+    var configuration = SubledgerConfiguration()
+    configuration.apiKeys = APIKeys([(.ingest, Keys.ingest), (.support, Keys.support), (.admin, Keys.admin)])
+    configuration.restorePolicy = restorePolicy
+    let logger = Logger(label: "server-tests")
+    let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: poolSize), logger: logger)
+    let data = Data(exampleCatalogJSON.utf8)
+    let catalog = CatalogSource(catalog: try Catalog.decode(from: data), modified: catalogModified, raw: data)
+    return AppDependencies(configuration: configuration, pool: pool, catalog: catalog, logger: logger)
+}
+
+/// Runs `body` against the router on a fresh database, closing the pool after.
+func withApp(restorePolicy: RestorePolicy = .transfer,
+             _ body: @escaping @Sendable (any TestClientProtocol, AppDependencies) async throws -> Void) async throws {
+    let dependencies = try await makeDependencies(restorePolicy: restorePolicy)
+    let app = buildApplication(dependencies)
+    do {
+        try await app.test(.router) { client in try await body(client, dependencies) }
+        await dependencies.pool.close()
+    } catch {
+        await dependencies.pool.close()
+        throw error
+    }
+}
+
+extension TestClientProtocol {
+    /// POSTs a JSON body with a key.
+    func post(_ uri: String, _ json: String, key: String? = Keys.ingest) async throws -> TestResponse {
+        var headers: HTTPFields = key.map(Keys.bearer) ?? [:]
+        headers[.contentType] = "application/json"
+        return try await execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: json))
+    }
+
+    func get(_ uri: String, key: String? = Keys.ingest, headers extra: HTTPFields = [:]) async throws -> TestResponse {
+        var headers: HTTPFields = key.map(Keys.bearer) ?? [:]
+        headers.append(contentsOf: extra)
+        return try await execute(uri: uri, method: .get, headers: headers)
+    }
+}
+
+extension TestResponse {
+    var json: JSONDocument {
+        (try? JSONDecoder().decode(JSONDocument.self, from: Data(body.readableBytesView))) ?? .null
+    }
+
+    var text: String { String(decoding: body.readableBytesView, as: UTF8.self) }
+
+    /// The contract's error body: `(code, field)`.
+    var error: (code: String?, field: String?) {
+        (json["error"]?["code"]?.string, json["error"]?["field"]?.string)
+    }
+}
+
+extension JSONDocument {
+    var string: String? { if case .string(let value) = self { value } else { nil } }
+    var int: Int64? { if case .integer(let value) = self { value } else { nil } }
+    var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
+    var array: [JSONDocument] { if case .array(let value) = self { value } else { [] } }
+    var keys: Set<String> { if case .object(let fields) = self { Set(fields.keys) } else { [] } }
+}
+
+/// `date("2024-01-31T00:00:00Z")`.
+func date(_ text: String) -> Date {
+    guard let date = RFC3339.parse(text) else { fatalError("bad test date \(text)") }
+    return date
+}
+
+func purchaseJSON(_ transactionID: String, product: String = "com.example.pass.30d", at purchaseDate: String = "2025-01-01T00:00:00Z",
+                  original: String? = nil, device: String? = nil, expires: String? = nil) -> String {
+    var fields = [
+        "\"type\": \"purchase\"", "\"transactionId\": \"\(transactionID)\"", "\"productId\": \"\(product)\"",
+        "\"purchaseDate\": \"\(purchaseDate)\"",
+    ]
+    if let original { fields.append("\"originalTransactionId\": \"\(original)\"") }
+    if let device { fields.append("\"deviceId\": \"\(device)\"") }
+    if let expires { fields.append("\"expiresDate\": \"\(expires)\"") }
+    return "{" + fields.joined(separator: ", ") + "}"
+}
