@@ -178,7 +178,7 @@ extension ReminderDispatcher {
     func with(_ change: (inout Settings) -> Void) -> ReminderDispatcher {
         var settings = self.settings
         change(&settings)
-        return ReminderDispatcher(pool: pool, store: store, conninfo: conninfo, settings: settings, client: client, logger: logger)
+        return ReminderDispatcher(pool: pool, store: deliveries.store, conninfo: conninfo, settings: settings, client: client, logger: logger)
     }
 }
 

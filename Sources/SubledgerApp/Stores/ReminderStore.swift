@@ -48,6 +48,17 @@ public struct ReminderStore: Sendable {
             """).map(Self.view)
     }
 
+    /// Subscribers whose non-renewing coverage has ended by `instant` without
+    /// an expiry event yet (the expiry sweeper's work), earliest first.
+    func subscribersWithExpiryDue(at instant: Date, limit: Int) async throws -> [String] {
+        try await pool.query("""
+            SELECT subscriber_id FROM reminder_subscribers
+            WHERE next_expiry_at <= \(instant)
+            ORDER BY next_expiry_at, subscriber_id
+            LIMIT \(limit)
+            """).map { try $0.decode(String.self, at: 0) }
+    }
+
     /// Counts by status (for `/metrics`).
     public func counts() async throws -> [ReminderStatus: Int] {
         var counts = Dictionary(uniqueKeysWithValues: ReminderStatus.allCases.map { ($0, 0) })

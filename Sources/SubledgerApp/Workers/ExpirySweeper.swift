@@ -53,12 +53,7 @@ public struct ExpirySweeper: Service {
     @discardableResult
     public func sweepOnce() async throws -> Int {
         let now = self.now()
-        let subscribers = try await store.pool.query("""
-            SELECT subscriber_id FROM reminder_subscribers
-            WHERE next_expiry_at <= \(now)
-            ORDER BY next_expiry_at, subscriber_id
-            LIMIT \(batchSize)
-            """).map { try $0.decode(String.self, at: 0) }
+        let subscribers = try await ReminderStore(pool: store.pool).subscribersWithExpiryDue(at: now, limit: batchSize)
         var appended = 0
         for subscriberID in subscribers {
             let streamID = SubscriberStreams.streamID(for: subscriberID)

@@ -65,7 +65,7 @@ public struct ReminderDispatcher: Service {
 
     public let settings: Settings
     let pool: ConnectionPool
-    let store: EventStore
+    let deliveries: ReminderDeliveryStore
     let conninfo: String
     let client: HTTPClient
     let logger: Logger
@@ -73,7 +73,7 @@ public struct ReminderDispatcher: Service {
     public init(pool: ConnectionPool, store: EventStore, conninfo: String, settings: Settings,
                 client: HTTPClient = .shared, logger: Logger = Logger(label: "subledger.reminders.dispatcher")) {
         self.pool = pool
-        self.store = store
+        self.deliveries = ReminderDeliveryStore(pool: pool, store: store)
         self.conninfo = conninfo
         self.settings = settings
         self.client = client
@@ -120,10 +120,7 @@ public struct ReminderDispatcher: Service {
     /// Until the next pending reminder is due, at most the poll interval.
     private func sleepBeforeNextDue() async throws -> Duration {
         guard settings.webhookURL != nil else { return settings.pollInterval }
-        let rows = try await pool.query("""
-            SELECT extract(epoch FROM min(next_attempt_at) - clock_timestamp())::float8 FROM reminders WHERE status = 'pending'
-            """)
-        guard let seconds = try rows.first?.decode(Double?.self, at: 0) else { return settings.pollInterval }
+        guard let seconds = try await deliveries.secondsUntilNextDue() else { return settings.pollInterval }
         let wait = Duration.milliseconds(Int64(max(0, seconds) * 1000) + 5)
         return min(wait, settings.pollInterval)
     }
@@ -150,22 +147,8 @@ public struct ReminderDispatcher: Service {
     /// Step 1 (see the type's comment): lock, lease and return the due rows.
     func claim() async throws -> [Claim] {
         let token = UUID()
-        let rows = try await pool.query("""
-            WITH due AS (
-                SELECT id FROM reminders
-                WHERE status = 'pending' AND next_attempt_at <= now()
-                ORDER BY next_attempt_at, id
-                LIMIT \(settings.batchSize)
-                FOR UPDATE SKIP LOCKED)
-            UPDATE reminders r
-            SET attempts = r.attempts + 1, claim_token = \(token)::uuid,
-                next_attempt_at = now() + make_interval(secs => \(Self.seconds(settings.lease))), updated_at = now()
-            FROM due WHERE r.id = due.id
-            RETURNING \(unsafeRaw: ReminderRows.columns.split(separator: ",").map { "r." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
-            """)
-        return try rows.map { row in
-            let (reminder, _, attempts, _) = try ReminderRows.reminder(row)
-            return Claim(reminder: reminder, attempt: attempts, token: token)
+        return try await deliveries.claimDue(limit: settings.batchSize, lease: settings.lease, token: token).map {
+            Claim(reminder: $0.reminder, attempt: $0.attempts, token: token)
         }
     }
 
@@ -244,16 +227,7 @@ public struct ReminderDispatcher: Service {
         let event = LedgerEvent.reminderSent(ReminderDelivery(
             reminderId: reminder.id, type: reminder.type, group: reminder.group, productId: reminder.productId,
             expiresAt: reminder.expiresAt, lead: reminder.lead, dueAt: reminder.dueAt, date: Date(), attempt: claimed.attempt))
-        try await store.transaction { connection in
-            try await connection.query("""
-                UPDATE reminders SET status = 'sent', claim_token = NULL, last_error = NULL, updated_at = now()
-                WHERE id = \(reminder.id) AND status <> 'sent'
-                """)
-            _ = try await store.append([StreamAppend(
-                streamID: SubscriberStreams.streamID(for: reminder.subscriberId),
-                events: try SubscriberStreams.newEvents([event], subscriberID: reminder.subscriberId, source: FactSource.subledger))],
-                on: connection)
-        }
+        try await deliveries.markSent(reminder.id, subscriberID: reminder.subscriberId, event: event)
     }
 
     /// Step 3, failure: retry after a backoff, or give up after the last
@@ -265,25 +239,10 @@ public struct ReminderDispatcher: Service {
                 reminderId: reminder.id, type: reminder.type, group: reminder.group, productId: reminder.productId,
                 expiresAt: reminder.expiresAt, lead: reminder.lead, dueAt: reminder.dueAt, date: Date(),
                 attempt: claimed.attempt, error: error))
-            return try await store.transaction { connection in
-                let updated = try await connection.query("""
-                    UPDATE reminders SET status = 'failed', claim_token = NULL, last_error = \(error), updated_at = now()
-                    WHERE id = \(reminder.id) AND claim_token = \(claimed.token)::uuid AND status = 'pending'
-                    """)
-                guard updated.affectedRows == 1 else { return false }
-                _ = try await store.append([StreamAppend(
-                    streamID: SubscriberStreams.streamID(for: reminder.subscriberId),
-                    events: try SubscriberStreams.newEvents([event], subscriberID: reminder.subscriberId, source: FactSource.subledger))],
-                    on: connection)
-                return true
-            }
+            return try await deliveries.markFailed(reminder.id, token: claimed.token, error: error,
+                                                   subscriberID: reminder.subscriberId, event: event)
         }
-        try await pool.query("""
-            UPDATE reminders
-            SET next_attempt_at = now() + make_interval(secs => \(Self.seconds(backoff(afterAttempt: claimed.attempt)))),
-                claim_token = NULL, last_error = \(error), updated_at = now()
-            WHERE id = \(reminder.id) AND claim_token = \(claimed.token)::uuid AND status = 'pending'
-            """)
+        try await deliveries.scheduleRetry(reminder.id, token: claimed.token, after: backoff(afterAttempt: claimed.attempt), error: error)
         return false
     }
 
@@ -293,7 +252,4 @@ public struct ReminderDispatcher: Service {
         return min(settings.firstRetry * factor, settings.maximumBackoff)
     }
 
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 }

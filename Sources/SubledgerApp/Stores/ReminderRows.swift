@@ -1,0 +1,66 @@
+import Foundation
+import Ledger
+import Postgres
+
+/// The SQL of the `reminders` table.
+enum ReminderRows {
+    static let columns = """
+        id, subscriber_id, "group", product_id, type, lead, expires_at, due_at, status, attempts, last_error
+        """
+
+    static func reminder(_ row: PostgresRow) throws -> (DesiredReminder, ReminderStatus, attempts: Int, lastError: String?) {
+        let status = try row.decode(String.self, at: 8)
+        let type = try row.decode(String.self, at: 4)
+        let lead = try row.decode(String.self, at: 5)
+        let reminder = DesiredReminder(
+            id: try row.decode(String.self, at: 0), type: ReminderType(rawValue: type) ?? .renewalReminder,
+            subscriberId: try row.decode(String.self, at: 1), group: try row.decode(String.self, at: 2),
+            productId: try row.decode(String.self, at: 3), expiresAt: try row.decode(Date.self, at: 6),
+            lead: (try? ISODuration(parsing: lead)) ?? .zero, dueAt: try row.decode(Date.self, at: 7))
+        return (reminder, ReminderStatus(rawValue: status) ?? .pending, try row.decode(Int.self, at: 9), try row.decode(String?.self, at: 10))
+    }
+
+    static func scheduled(of subscriberID: String, on connection: Connection) async throws -> [ScheduledReminder] {
+        try await connection.query("""
+            SELECT \(unsafeRaw: columns) FROM reminders WHERE subscriber_id = \(subscriberID)
+            """).map { row in
+            let (reminder, status, _, _) = try reminder(row)
+            return ScheduledReminder(reminder: reminder, status: status)
+        }
+    }
+
+    /// Upserts the projection's columns. A row the dispatcher has meanwhile
+    /// marked `sent` or `failed` is never moved back by the projection (its
+    /// event is on its way to the projection and says the same); a row that
+    /// becomes pending again is due at its due time with a fresh claim.
+    static func write(_ reminders: [ScheduledReminder], subscriberID: String, on connection: Connection) async throws {
+        guard !reminders.isEmpty else { return }
+        struct Row: Encodable {
+            var id, subscriber_id, group, product_id, type, lead, status: String
+            var expires_at, due_at: Date
+        }
+        let rows = reminders.map {
+            Row(id: $0.reminder.id, subscriber_id: subscriberID, group: $0.reminder.group, product_id: $0.reminder.productId,
+                type: $0.reminder.type.rawValue, lead: $0.reminder.lead.description, status: $0.status.rawValue,
+                expires_at: $0.reminder.expiresAt, due_at: $0.reminder.dueAt)
+        }
+        let document = PostgresJSON(data: try LedgerJSON.makeEncoder().encode(rows))
+        try await connection.query("""
+            INSERT INTO reminders AS r (id, subscriber_id, "group", product_id, type, lead, expires_at, due_at, status, next_attempt_at)
+            SELECT x.id, x.subscriber_id, x."group", x.product_id, x.type, x.lead, x.expires_at, x.due_at, x.status, x.due_at
+            FROM jsonb_to_recordset(\(document)::jsonb) AS x(
+                id text, subscriber_id text, "group" text, product_id text, type text, lead text,
+                expires_at timestamptz, due_at timestamptz, status text)
+            ON CONFLICT (id) DO UPDATE
+            SET subscriber_id = EXCLUDED.subscriber_id, "group" = EXCLUDED."group", product_id = EXCLUDED.product_id,
+                type = EXCLUDED.type, lead = EXCLUDED.lead, expires_at = EXCLUDED.expires_at, due_at = EXCLUDED.due_at,
+                status = EXCLUDED.status,
+                next_attempt_at = CASE WHEN r.status <> 'pending' AND EXCLUDED.status = 'pending'
+                                       THEN EXCLUDED.due_at ELSE r.next_attempt_at END,
+                claim_token = CASE WHEN r.status <> 'pending' AND EXCLUDED.status = 'pending'
+                                   THEN NULL ELSE r.claim_token END,
+                updated_at = now()
+            WHERE r.status NOT IN ('sent', 'failed') OR EXCLUDED.status IN ('sent', 'failed')
+            """)
+    }
+}
