@@ -53,6 +53,44 @@ struct ReminderDispatcherTests {
         }
     }
 
+    /// The status decides: a 2xx with a body over the read limit is a
+    /// success (it used to count as a failure, so the reminder was sent
+    /// again and again and then marked failed).
+    @Test func aSuccessWithALargeBodyIsSent() async throws {
+        try await ReminderFixture.with { fixture in
+            let receiver = WebhookReceiver(failuresPerID: 0)
+            try await withReceiver(receiver) { url in
+                try await fixture.append("bea", [ReminderFixture.pass("tb1", at: Date() - 25 * 86_400)])
+                try await fixture.project()
+                try await fixture.makeDue(lead: "P1D")
+                let dispatcher = fixture.dispatcher(url: url.replacingOccurrences(of: "/hook", with: "/big"))
+                #expect(try await dispatcher.dispatchDue() == 1)
+                let row = try await fixture.delivery(lead: "P1D")
+                #expect(row.status == "sent" && row.attempts == 1, "\(row)")
+                #expect(await receiver.requests.count == 1)
+            }
+        }
+    }
+
+    /// A redirect is a failed attempt with a clear error, never a success of
+    /// whatever page it leads to.
+    @Test func aRedirectIsNotFollowedAndCountsAsAFailure() async throws {
+        try await ReminderFixture.with { fixture in
+            let receiver = WebhookReceiver(failuresPerID: 0)
+            try await withReceiver(receiver) { url in
+                try await fixture.append("cal", [ReminderFixture.pass("tc1", at: Date() - 25 * 86_400)])
+                try await fixture.project()
+                try await fixture.makeDue(lead: "P1D")
+                let dispatcher = fixture.dispatcher(url: url.replacingOccurrences(of: "/hook", with: "/moved"), firstRetry: .seconds(30))
+                #expect(try await dispatcher.dispatchDue() == 1)
+                let row = try await fixture.delivery(lead: "P1D")
+                #expect(row.status == "pending" && row.attempts == 1)
+                #expect(row.lastError?.contains("HTTP 302 redirect to /hook") == true, "\(row.lastError ?? "nil")")
+                #expect(await receiver.requests.isEmpty, "the redirect target was not called")
+            }
+        }
+    }
+
     /// Several dispatchers racing over the same due reminders, each claiming
     /// a few at a time: every reminder is delivered exactly once. (Without the
     /// locking claim, two claims running at the same moment both take the
@@ -285,6 +323,16 @@ func withReceiver(_ receiver: WebhookReceiver, _ body: @escaping @Sendable (Stri
         if receiver.delay > .zero { try await Task.sleep(for: receiver.delay) }
         let status = await receiver.receive(body: Data(bytes.readableBytesView), signature: signature)
         return Response(status: .init(code: status))
+    }
+    // A receiver that answers 2xx with a body far over the read limit.
+    router.post("/big") { request, _ -> Response in
+        let bytes = try await request.body.collect(upTo: 1 << 20)
+        _ = await receiver.receive(body: Data(bytes.readableBytesView), signature: nil)
+        return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(repeating: UInt8(ascii: "x"), count: 300 * 1024)))
+    }
+    // A redirect to a page that would answer 200.
+    router.post("/moved") { _, _ -> Response in
+        Response(status: .found, headers: [.location: "/hook"])
     }
     let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
     try await app.test(.live) { client in

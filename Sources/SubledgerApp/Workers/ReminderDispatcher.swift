@@ -71,7 +71,7 @@ public struct ReminderDispatcher: Service {
     let logger: Logger
 
     public init(pool: ConnectionPool, store: EventStore, conninfo: String, settings: Settings,
-                client: HTTPClient = .shared, logger: Logger = Logger(label: "subledger.reminders.dispatcher")) {
+                client: HTTPClient = .webhooks, logger: Logger = Logger(label: "subledger.reminders.dispatcher")) {
         self.pool = pool
         self.deliveries = ReminderDeliveryStore(pool: pool, store: store)
         self.conninfo = conninfo
@@ -208,10 +208,20 @@ public struct ReminderDispatcher: Service {
         request.body = .bytes(ByteBuffer(bytes: body))
         let timeout = settings.requestTimeout
         do {
-            let status = try await withDeadline(timeout) { [client, request] in
+            let (status, location) = try await withDeadline(timeout) { [client, request] in
                 let response = try await client.execute(request, timeout: .nanoseconds(Int64(timeout / .nanoseconds(1))))
-                _ = try await response.body.collect(upTo: 64 * 1024)
-                return response.status.code
+                // The status decides; the body is read and dropped, up to a
+                // limit, so a large 2xx page is still a success.
+                var read = 0
+                for try await chunk in response.body {
+                    read += chunk.readableBytes
+                    if read > Self.maximumResponseBytes { break }
+                }
+                return (response.status.code, response.headers.first(name: "location"))
+            }
+            if (300..<400).contains(status) {
+                return .failure(DeliveryFailure(
+                    description: "HTTP \(status) redirect to \(location ?? "nowhere"): redirects are not followed; configure the final URL"))
             }
             return (200..<300).contains(status) ? .success(()) : .failure(DeliveryFailure(description: "HTTP \(status)"))
         } catch is DeadlineExceeded {
@@ -246,10 +256,21 @@ public struct ReminderDispatcher: Service {
         return false
     }
 
+    /// How much of a receiver's answer is read before it is dropped.
+    static let maximumResponseBytes = 64 * 1024
+
     /// `firstRetry · 2^(attempt−1)`, capped.
     func backoff(afterAttempt attempt: Int) -> Duration {
         let factor = 1 << min(max(attempt - 1, 0), 30)
         return min(settings.firstRetry * factor, settings.maximumBackoff)
     }
 
+}
+
+extension HTTPClient {
+    /// Webhook deliveries: redirects are not followed, so only the configured
+    /// receiver's own 2xx marks a reminder sent. Lives as long as the process.
+    public static let webhooks = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
 }
