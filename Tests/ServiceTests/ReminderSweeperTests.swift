@@ -41,6 +41,31 @@ struct ReminderSweeperTests {
         }
     }
 
+    /// A subscriber whose stream cannot be read (here an event whose data is
+    /// not a purchase) is set aside: the others' expiries are still recorded.
+    /// It used to throw on that subscriber first, every round, for everyone.
+    @Test func oneUnreadableSubscriberDoesNotStopTheOthersExpiries() async throws {
+        try await ReminderFixture.with { fixture in
+            let now = Date()
+            try await fixture.append("ivy", [ReminderFixture.pass("i1", at: now - 40 * 86_400)])
+            try await fixture.project()
+            _ = try await fixture.dependencies.store.append(
+                to: SubscriberStreams.streamID(for: "aaa-broken"),
+                events: [NewEvent(type: "purchased", data: Data(#"{"transactionId": 7}"#.utf8))])
+            try await fixture.dependencies.pool.query("""
+                INSERT INTO reminder_subscribers (subscriber_id, stream_version, clock, next_expiry_at)
+                VALUES ('aaa-broken', 1, now(), now() - interval '100 days')
+                """)
+            let sweeper = ExpirySweeper(store: fixture.dependencies.store, catalog: fixture.dependencies.catalog.catalog)
+            #expect(try await sweeper.sweepOnce() == 1)
+            #expect(try await fixture.events(type: "expired", of: "ivy").count == 1)
+            let deferred = try await fixture.dependencies.pool.query("""
+                SELECT next_expiry_at > now() FROM reminder_subscribers WHERE subscriber_id = 'aaa-broken'
+                """)
+            #expect(try deferred.first?.decode(Bool.self, at: 0) == true, "set aside until a later round")
+        }
+    }
+
     @Test func manySweepersRacingOnManySubscribersStillAppendOnePerEnd() async throws {
         try await ReminderFixture.with { fixture in
             let now = Date()

@@ -59,6 +59,14 @@ public struct ReminderStore: Sendable {
             """).map { try $0.decode(String.self, at: 0) }
     }
 
+    /// Sets a subscriber aside from the expiry sweep until `instant` (its
+    /// sweep failed). The projection sets the real time again with its next event.
+    func deferExpiry(of subscriberID: String, until instant: Date) async throws {
+        try await pool.query("""
+            UPDATE reminder_subscribers SET next_expiry_at = \(instant) WHERE subscriber_id = \(subscriberID)
+            """)
+    }
+
     /// Counts by status (for `/metrics`).
     public func counts() async throws -> [ReminderStatus: Int] {
         var counts = Dictionary(uniqueKeysWithValues: ReminderStatus.allCases.map { ($0, 0) })

@@ -53,28 +53,51 @@ public struct ExpirySweeper: Service {
     @discardableResult
     public func sweepOnce() async throws -> Int {
         let now = self.now()
-        let subscribers = try await ReminderStore(pool: store.pool).subscribersWithExpiryDue(at: now, limit: batchSize)
+        let reminders = ReminderStore(pool: store.pool)
+        let subscribers = try await reminders.subscribersWithExpiryDue(at: now, limit: batchSize)
         var appended = 0
         for subscriberID in subscribers {
-            let streamID = SubscriberStreams.streamID(for: subscriberID)
-            let stored = try await store.readStream(streamID)
-            let history = try stored.map(SubscriberStreams.ledgerEvent)
-            let due = Coverage.dueExpiries(history: history, subscriberID: subscriberID, catalog: catalog, now: now)
-            guard !due.isEmpty else { continue }
             do {
-                let result = try await store.append(
-                    to: streamID, expected: .exact(stored.last?.streamVersion ?? 0),
-                    events: try SubscriberStreams.newEvents(due, subscriberID: subscriberID, source: FactSource.subledger))
-                let fresh = result.outcomes.filter { !$0.isDuplicate }.count
-                appended += fresh
-                ReminderMetrics.expiriesAppended.increment(by: fresh)
-                if fresh > 0 {
-                    logger.info("coverage expired", metadata: ["subscriber.id": "\(subscriberID)", "expiry.count": "\(fresh)"])
-                }
-            } catch is WrongExpectedVersion {
-                logger.debug("stream moved while sweeping; next round decides again", metadata: ["subscriber.id": "\(subscriberID)"])
+                appended += try await sweep(subscriberID, now: now)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                // One subscriber's unreadable history must not stop everyone's
+                // expiries: set it aside for a while and go on with the others.
+                ReminderMetrics.expirySweepFailures.increment()
+                logger.error("expiry sweep of one subscriber failed; set aside", metadata: [
+                    "subscriber.id": "\(subscriberID)", "error": "\(String(reflecting: error))",
+                    "expiry.retry_after": "\(Self.setAsideFor)",
+                ])
+                try await reminders.deferExpiry(of: subscriberID, until: now + Self.setAsideFor)
             }
         }
         return appended
+    }
+
+    /// How long a subscriber whose sweep failed waits before the next try.
+    static let setAsideFor: TimeInterval = 3600
+
+    /// Appends the subscriber's due expiry events; returns how many.
+    private func sweep(_ subscriberID: String, now: Date) async throws -> Int {
+        let streamID = SubscriberStreams.streamID(for: subscriberID)
+        let stored = try await store.readStream(streamID)
+        let history = try stored.map(SubscriberStreams.ledgerEvent)
+        let due = Coverage.dueExpiries(history: history, subscriberID: subscriberID, catalog: catalog, now: now)
+        guard !due.isEmpty else { return 0 }
+        do {
+            let result = try await store.append(
+                to: streamID, expected: .exact(stored.last?.streamVersion ?? 0),
+                events: try SubscriberStreams.newEvents(due, subscriberID: subscriberID, source: FactSource.subledger))
+            let fresh = result.outcomes.filter { !$0.isDuplicate }.count
+            ReminderMetrics.expiriesAppended.increment(by: fresh)
+            if fresh > 0 {
+                logger.info("coverage expired", metadata: ["subscriber.id": "\(subscriberID)", "expiry.count": "\(fresh)"])
+            }
+            return fresh
+        } catch is WrongExpectedVersion {
+            logger.debug("stream moved while sweeping; next round decides again", metadata: ["subscriber.id": "\(subscriberID)"])
+            return 0
+        }
     }
 }

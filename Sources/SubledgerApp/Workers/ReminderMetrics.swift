@@ -36,6 +36,7 @@ enum ReminderMetrics {
 
     /// Expiry events the sweeper appended (not counting duplicates).
     static let expiriesAppended = Counter(label: "subledger_expiries_appended_total")
+    static let expirySweepFailures = Counter(label: "subledger_expiry_sweep_failures_total")
 
     static func refresh(_ repository: ReminderStore, logger: Logger) async {
         do {
