@@ -167,6 +167,20 @@ struct AppStoreNotificationTests {
         }
     }
 
+    /// A body with members besides `signedPayload` still stores the payload
+    /// exactly as sent (it used to store an empty string).
+    @Test func aBodyWithExtraMembersStoresItsSignedPayload() async throws {
+        try await withAppStore { app in
+            let signed = try app.store.signedNotification(.test, nil, transaction: nil, renewal: nil,
+                                                          signedDate: TestAppStore.date("2025-03-01T12:00:00Z"))
+            let body = #"{"signedPayload": "\#(signed)", "deliveredBy": {"proxy": 1}, "tries": 2}"#
+            let response = try await app.client.post("/v1/appstore/notifications", body, key: nil)
+            #expect(response.status == .ok, "\(response.text)")
+            let rows = try await app.dependencies.pool.query("SELECT signed_payload FROM appstore_notifications")
+            #expect(try rows.first?.decode(String.self, at: 0) == signed)
+        }
+    }
+
     // MARK: Rejected, nothing stored
 
     enum Forgery: String, CaseIterable, Sendable {

@@ -25,10 +25,17 @@ struct AppStoreController {
         guard let notifications = appStore.notifications else {
             throw APIError(.serviceUnavailable, code: "appstore_not_configured", message: appStore.unavailable)
         }
+        struct Body: Decodable { var signedPayload: String }
         let body = try await RequestInput.body(request, context)
         let verified: VerifiedNotification
+        let signedPayload: String
         do throws(AppStoreVerificationError) {
-            verified = try await notifications.verifier.verifyNotification(body: body)
+            // Other members are allowed and ignored; the payload is kept as Apple sent it.
+            guard let decoded = try? JSONDecoder().decode(Body.self, from: body) else {
+                throw AppStoreVerificationError(.invalidBody, "The body must be a JSON object {\"signedPayload\": \"<JWS>\"}.")
+            }
+            signedPayload = decoded.signedPayload
+            verified = try await notifications.verifier.verifyNotification(signedPayload: signedPayload)
         } catch {
             NotificationService.count(type: "unverified", outcome: "invalid")
             notifications.logger.notice("app store notification refused", metadata: [
@@ -36,8 +43,6 @@ struct AppStoreController {
             ])
             throw APIError(error.ledgerError)
         }
-        // Verified, so the body is {"signedPayload": "..."}: keep it as Apple sent it.
-        let signedPayload = (try? JSONDecoder().decode([String: String].self, from: body))?["signedPayload"] ?? ""
         return try .json(try await notifications.receive(verified, signedPayload: signedPayload))
     }
 
