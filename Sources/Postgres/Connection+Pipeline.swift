@@ -14,6 +14,14 @@ extension Connection {
     }
 
     static func runPipeline(_ queries: [PostgresQuery], on handle: OpaquePointer) throws(PostgresError) -> [PostgresRows] {
+        try withParameters(queries.map(\.binds)) { parameters throws(PostgresError) in
+            try runPipeline(queries, parameters: parameters, on: handle)
+        }
+    }
+
+    private static func runPipeline(
+        _ queries: [PostgresQuery], parameters: [Parameters], on handle: OpaquePointer
+    ) throws(PostgresError) -> [PostgresRows] {
         guard PQenterPipelineMode(handle) == 1 else {
             throw PostgresError(code: .invalidState, message: errorMessage(handle))
         }
@@ -21,10 +29,9 @@ extension Connection {
         // Non-blocking while sending, so a full socket buffer cannot deadlock us
         // against a server that is busy writing results we have not read yet.
         PQsetnonblocking(handle, 1)
-        for query in queries {
-            let sent = withCStringArray(query.binds) { values in
-                PQsendQueryParams(handle, query.sql, Int32(query.binds.count), nil, values, nil, nil, 0)
-            }
+        for (query, bound) in zip(queries, parameters) {
+            let sent = PQsendQueryParams(
+                handle, query.sql, bound.count, bound.types, bound.values, bound.lengths, bound.formats, 0)
             guard sent == 1 else {
                 PQsetnonblocking(handle, 0)
                 throw PostgresError(code: .connectionLost, message: errorMessage(handle), query: query.sql)

@@ -19,8 +19,10 @@ extension Connection {
     }
 
     static func execute(_ query: PostgresQuery, on handle: OpaquePointer) throws(PostgresError) -> PostgresRows {
-        let result = withCStringArray(query.binds) { values in
-            PQexecParams(handle, query.sql, Int32(query.binds.count), nil, values, nil, nil, 0)
+        let result = try withParameters([query.binds]) { parameters in
+            let bound = parameters[0]
+            return PQexecParams(
+                handle, query.sql, bound.count, bound.types, bound.values, bound.lengths, bound.formats, 0)
         }
         defer { PQclear(result) }
         return try rows(from: result, handle: handle, sql: query.sql)

@@ -204,7 +204,9 @@ extension Connection {
     }
 }
 
-/// Passes bind values as C strings valid only inside `body`.
+/// Passes strings to libpq as C strings valid only inside `body`: for conninfo
+/// keywords. Statement parameters go through `Connection.withParameters`,
+/// which does not cut a value at a NUL.
 func withCStringArray<R>(_ values: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
     let copies: [UnsafeMutablePointer<CChar>?] = values.map { $0.map { strdup($0) } }
     defer { for copy in copies { free(copy) } }

@@ -90,6 +90,9 @@ public struct SQLState: RawRepresentable, Hashable, Sendable {
     public static let cannotConnectNow = SQLState("57P03")
     public static let undefinedTable = SQLState("42P01")
     public static let invalidTextRepresentation = SQLState("22P02")
+    /// A byte sequence invalid in the encoding, such as a NUL in text.
+    public static let characterNotInRepertoire = SQLState("22021")
+    public static let untranslatableCharacter = SQLState("22P05")
 
     /// Class 08 (connection exception) and the shutdown codes of class 57.
     public var isConnectionTermination: Bool {
