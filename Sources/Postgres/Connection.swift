@@ -36,8 +36,15 @@ public final class Connection: @unchecked Sendable {
         executor.stop()
     }
 
-    /// Connects with a `postgresql://` URL or a `key=value` conninfo string.
-    public static func connect(to conninfo: String, logger: Logger = Logger(label: "subledger.postgres")) async throws -> Connection {
+    /// Connects with a `postgresql://` URL or a `key=value` conninfo string and
+    /// sets `sessionTimeouts` on the session (by default, none).
+    public static func connect(
+        to conninfo: String, sessionTimeouts: SessionTimeouts = SessionTimeouts(),
+        logger: Logger = Logger(label: "subledger.postgres")
+    ) async throws -> Connection {
+        // Fix the output formats the decoders rely on, whatever the server's defaults.
+        let setup = (["SET DateStyle = 'ISO'", "SET TimeZone = 'UTC'", "SET client_encoding = 'UTF8'"]
+            + sessionTimeouts.setCommands).joined(separator: "; ")
         let executor = BlockingExecutor(name: "postgres-connection")
         let handle: OpaquePointer = try await withCheckedThrowingContinuation { continuation in
             let accepted = executor.submit {
@@ -53,10 +60,9 @@ public final class Connection: @unchecked Sendable {
                 }
                 // Server notices go nowhere rather than to stderr.
                 PQsetNoticeProcessor(handle, { _, _ in }, nil)
-                // Fix the output formats the decoders rely on, whatever the server's defaults.
-                let setup = PQexec(handle, "SET DateStyle = 'ISO'; SET TimeZone = 'UTC'; SET client_encoding = 'UTF8'")
-                let ok = PQresultStatus(setup) == PGRES_COMMAND_OK
-                PQclear(setup)
+                let result = PQexec(handle, setup)
+                let ok = PQresultStatus(result) == PGRES_COMMAND_OK
+                PQclear(result)
                 guard ok else {
                     let message = Connection.errorMessage(handle)
                     PQfinish(handle)
