@@ -46,7 +46,20 @@ public final class Connection: @unchecked Sendable {
         let setup = (["SET DateStyle = 'ISO'", "SET TimeZone = 'UTC'", "SET client_encoding = 'UTF8'"]
             + sessionTimeouts.setCommands).joined(separator: "; ")
         let executor = BlockingExecutor(name: "postgres-connection")
-        let handle: OpaquePointer = try await withCheckedThrowingContinuation { continuation in
+        // A connect that fails must end the thread too: nothing else will, and
+        // a pool retrying through an outage would leak one per attempt.
+        do {
+            let handle = try await open(conninfo, setup: setup, on: executor)
+            return Connection(handle: handle, executor: executor, logger: logger)
+        } catch {
+            executor.stop()
+            throw error
+        }
+    }
+
+    /// Opens the `PGconn` and runs the session setup, on the connection's thread.
+    private static func open(_ conninfo: String, setup: String, on executor: BlockingExecutor) async throws -> OpaquePointer {
+        try await withCheckedThrowingContinuation { continuation in
             let accepted = executor.submit {
                 guard let handle = Connection.connectWithDefaults(conninfo) else {
                     continuation.resume(throwing: PostgresError(code: .connectionFailed, message: "libpq could not allocate a connection"))
@@ -75,7 +88,6 @@ public final class Connection: @unchecked Sendable {
                 continuation.resume(throwing: PostgresError(code: .invalidState, message: "executor stopped"))
             }
         }
-        return Connection(handle: handle, executor: executor, logger: logger)
     }
 
     /// True once a statement found the connection unusable; the pool discards it.
