@@ -2,13 +2,6 @@ import CLibPQ
 import Foundation
 import Logging
 
-/// A notification received on a channel this connection listens to.
-public struct PostgresNotification: Sendable, Equatable {
-    public var channel: String
-    public var payload: String
-    public var processID: Int32
-}
-
 /// One libpq connection, the sole owner of its `PGconn`.
 ///
 /// Every libpq call on the handle runs on the connection's own thread, one at a
@@ -43,10 +36,30 @@ public final class Connection: @unchecked Sendable {
         executor.stop()
     }
 
-    /// Connects with a `postgresql://` URL or a `key=value` conninfo string.
-    public static func connect(to conninfo: String, logger: Logger = Logger(label: "subledger.postgres")) async throws -> Connection {
+    /// Connects with a `postgresql://` URL or a `key=value` conninfo string and
+    /// sets `sessionTimeouts` on the session (by default, none).
+    public static func connect(
+        to conninfo: String, sessionTimeouts: SessionTimeouts = SessionTimeouts(),
+        logger: Logger = Logger(label: "subledger.postgres")
+    ) async throws -> Connection {
+        // Fix the output formats the decoders rely on, whatever the server's defaults.
+        let setup = (["SET DateStyle = 'ISO'", "SET TimeZone = 'UTC'", "SET client_encoding = 'UTF8'"]
+            + sessionTimeouts.setCommands).joined(separator: "; ")
         let executor = BlockingExecutor(name: "postgres-connection")
-        let handle: OpaquePointer = try await withCheckedThrowingContinuation { continuation in
+        // A connect that fails must end the thread too: nothing else will, and
+        // a pool retrying through an outage would leak one per attempt.
+        do {
+            let handle = try await open(conninfo, setup: setup, on: executor)
+            return Connection(handle: handle, executor: executor, logger: logger)
+        } catch {
+            executor.stop()
+            throw error
+        }
+    }
+
+    /// Opens the `PGconn` and runs the session setup, on the connection's thread.
+    private static func open(_ conninfo: String, setup: String, on executor: BlockingExecutor) async throws -> OpaquePointer {
+        try await withCheckedThrowingContinuation { continuation in
             let accepted = executor.submit {
                 guard let handle = Connection.connectWithDefaults(conninfo) else {
                     continuation.resume(throwing: PostgresError(code: .connectionFailed, message: "libpq could not allocate a connection"))
@@ -60,10 +73,9 @@ public final class Connection: @unchecked Sendable {
                 }
                 // Server notices go nowhere rather than to stderr.
                 PQsetNoticeProcessor(handle, { _, _ in }, nil)
-                // Fix the output formats the decoders rely on, whatever the server's defaults.
-                let setup = PQexec(handle, "SET DateStyle = 'ISO'; SET TimeZone = 'UTC'; SET client_encoding = 'UTF8'")
-                let ok = PQresultStatus(setup) == PGRES_COMMAND_OK
-                PQclear(setup)
+                let result = PQexec(handle, setup)
+                let ok = PQresultStatus(result) == PGRES_COMMAND_OK
+                PQclear(result)
                 guard ok else {
                     let message = Connection.errorMessage(handle)
                     PQfinish(handle)
@@ -76,7 +88,6 @@ public final class Connection: @unchecked Sendable {
                 continuation.resume(throwing: PostgresError(code: .invalidState, message: "executor stopped"))
             }
         }
-        return Connection(handle: handle, executor: executor, logger: logger)
     }
 
     /// True once a statement found the connection unusable; the pool discards it.
@@ -96,98 +107,6 @@ public final class Connection: @unchecked Sendable {
             handle = nil
         }
         executor.stop()
-    }
-
-    // MARK: Statements
-
-    /// Runs one parameterised statement and returns its rows.
-    @discardableResult
-    public func query(_ query: PostgresQuery) async throws -> PostgresRows {
-        try await run { handle throws(PostgresError) in try Connection.execute(query, on: handle) }
-    }
-
-    /// Runs SQL text with no parameters, possibly several statements (migrations).
-    public func execute(unsafeSQL sql: String) async throws {
-        try await run { handle throws(PostgresError) in
-            let result = PQexec(handle, sql)
-            defer { PQclear(result) }
-            _ = try Connection.rows(from: result, handle: handle, sql: sql)
-        }
-    }
-
-    /// Runs `body` in a transaction: committed when it returns, rolled back when
-    /// it throws or the task is cancelled.
-    public func withTransaction<T>(
-        isolation level: IsolationLevel = .readCommitted,
-        _ body: (Connection) async throws -> T
-    ) async throws -> T {
-        try await query(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(level.rawValue)"))
-        let value: T
-        do {
-            value = try await body(self)
-            try Task.checkCancellation()
-        } catch {
-            await rollbackQuietly()
-            throw error
-        }
-        try await run(ignoringCancellation: true) { handle throws(PostgresError) in
-            _ = try Connection.execute("COMMIT", on: handle)
-        }
-        return value
-    }
-
-    public enum IsolationLevel: String, Sendable {
-        case readCommitted = "READ COMMITTED"
-        case repeatableRead = "REPEATABLE READ"
-        case serializable = "SERIALIZABLE"
-    }
-
-    private func rollbackQuietly() async {
-        do {
-            try await run(ignoringCancellation: true) { handle throws(PostgresError) in
-                _ = try Connection.execute("ROLLBACK", on: handle)
-            }
-        } catch {
-            markBroken()
-        }
-    }
-
-    /// Sends every statement before reading any result (libpq's pipeline mode):
-    /// one round trip for the lot. Up to the implicit sync they run as one
-    /// transaction unless the statements open their own; the first error aborts
-    /// the rest and is thrown.
-    public func pipeline(_ queries: [PostgresQuery]) async throws -> [PostgresRows] {
-        guard !queries.isEmpty else { return [] }
-        return try await run { handle throws(PostgresError) in try Connection.runPipeline(queries, on: handle) }
-    }
-
-    // MARK: Notifications
-
-    /// Subscribes this connection to a channel.
-    public func listen(_ channel: String) async throws {
-        try await run { handle throws(PostgresError) in
-            guard let escaped = PQescapeIdentifier(handle, channel, channel.utf8.count) else {
-                throw PostgresError(code: .invalidState, message: Connection.errorMessage(handle))
-            }
-            defer { PQfreemem(escaped) }
-            _ = try Connection.execute(PostgresQuery(unsafeSQL: "LISTEN " + String(cString: escaped)), on: handle)
-        }
-    }
-
-    /// Waits for the next notification without polling the server: the thread
-    /// sleeps in `poll(2)` on the socket until data arrives or `timeout` passes.
-    public func waitForNotification(timeout: Duration) async throws -> PostgresNotification? {
-        try await run { handle throws(PostgresError) in
-            if let notification = Connection.nextNotification(handle) { return notification }
-            let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-            let ready = try Connection.waitReadable(handle, milliseconds: milliseconds)
-            if ready {
-                guard PQconsumeInput(handle) == 1 else {
-                    throw PostgresError(code: .connectionLost, message: Connection.errorMessage(handle))
-                }
-            }
-            return Connection.nextNotification(handle)
-        }
     }
 
     /// Checks, without a round trip, that an idle connection was not closed by
@@ -213,7 +132,9 @@ public final class Connection: @unchecked Sendable {
 
     // MARK: Running on the connection's thread
 
-    private func run<T: Sendable>(
+    /// Runs `body` on the connection's thread with the live handle; the
+    /// statement is cancelled if the task is (unless `ignoringCancellation`).
+    func run<T: Sendable>(
         ignoringCancellation: Bool = false,
         _ body: @escaping @Sendable (OpaquePointer) throws(PostgresError) -> T
     ) async throws -> T {
@@ -249,7 +170,7 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    private func markBroken() {
+    func markBroken() {
         lock.withLock { brokenFlag = true }
     }
 
@@ -287,75 +208,6 @@ extension Connection {
         return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    static func execute(_ query: PostgresQuery, on handle: OpaquePointer) throws(PostgresError) -> PostgresRows {
-        let result = withCStringArray(query.binds) { values in
-            PQexecParams(handle, query.sql, Int32(query.binds.count), nil, values, nil, nil, 0)
-        }
-        defer { PQclear(result) }
-        return try rows(from: result, handle: handle, sql: query.sql)
-    }
-
-    /// Converts a result into rows, or into the error it carries.
-    static func rows(from result: OpaquePointer?, handle: OpaquePointer, sql: String) throws(PostgresError) -> PostgresRows {
-        guard let result else {
-            throw PostgresError(
-                code: PQstatus(handle) == CONNECTION_OK ? .server : .connectionLost,
-                message: errorMessage(handle), query: sql)
-        }
-        switch PQresultStatus(result) {
-        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-            return extractRows(result)
-        default:
-            throw serverError(result, handle: handle, sql: sql)
-        }
-    }
-
-    static func serverError(_ result: OpaquePointer, handle: OpaquePointer, sql: String) -> PostgresError {
-        func field(_ code: Character) -> String? {
-            guard let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
-            return String(cString: value)
-        }
-        let sqlState = field("C").map(SQLState.init(rawValue:))
-        let lost = PQstatus(handle) != CONNECTION_OK
-        var message = field("M") ?? errorMessage(handle)
-        if message.isEmpty { message = "statement failed" }
-        return PostgresError(
-            code: lost ? .connectionLost : .server, sqlState: sqlState, message: message,
-            detail: field("D"), hint: field("H"), query: sql)
-    }
-
-    static func extractRows(_ result: OpaquePointer) -> PostgresRows {
-        let columnCount = Int(PQnfields(result))
-        let rowCount = Int(PQntuples(result))
-        let names = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
-        let index = ColumnIndex(names: names)
-        var rows = [PostgresRow]()
-        rows.reserveCapacity(rowCount)
-        for row in 0..<rowCount {
-            var values = [String?]()
-            values.reserveCapacity(columnCount)
-            for column in 0..<columnCount {
-                if PQgetisnull(result, Int32(row), Int32(column)) == 1 {
-                    values.append(nil)
-                } else {
-                    values.append(String(cString: PQgetvalue(result, Int32(row), Int32(column))))
-                }
-            }
-            rows.append(PostgresRow(columnIndex: index, values: values))
-        }
-        let affected = PQcmdTuples(result).map { Int(String(cString: $0)) ?? 0 } ?? 0
-        return PostgresRows(columns: names, rows: rows, affectedRows: affected)
-    }
-
-    static func nextNotification(_ handle: OpaquePointer) -> PostgresNotification? {
-        guard let notify = PQnotifies(handle) else { return nil }
-        defer { PQfreemem(notify) }
-        return PostgresNotification(
-            channel: String(cString: notify.pointee.relname),
-            payload: String(cString: notify.pointee.extra),
-            processID: notify.pointee.be_pid)
-    }
-
     /// `poll(2)` on the connection's socket; true when it is readable.
     static func waitReadable(_ handle: OpaquePointer, milliseconds: Int32) throws(PostgresError) -> Bool {
         let socket = PQsocket(handle)
@@ -368,77 +220,11 @@ extension Connection {
             return ready > 0
         }
     }
-
-    static func runPipeline(_ queries: [PostgresQuery], on handle: OpaquePointer) throws(PostgresError) -> [PostgresRows] {
-        guard PQenterPipelineMode(handle) == 1 else {
-            throw PostgresError(code: .invalidState, message: errorMessage(handle))
-        }
-        defer { PQexitPipelineMode(handle) }
-        // Non-blocking while sending, so a full socket buffer cannot deadlock us
-        // against a server that is busy writing results we have not read yet.
-        PQsetnonblocking(handle, 1)
-        for query in queries {
-            let sent = withCStringArray(query.binds) { values in
-                PQsendQueryParams(handle, query.sql, Int32(query.binds.count), nil, values, nil, nil, 0)
-            }
-            guard sent == 1 else {
-                PQsetnonblocking(handle, 0)
-                throw PostgresError(code: .connectionLost, message: errorMessage(handle), query: query.sql)
-            }
-        }
-        guard PQpipelineSync(handle) == 1 else {
-            PQsetnonblocking(handle, 0)
-            throw PostgresError(code: .connectionLost, message: errorMessage(handle))
-        }
-        while true {
-            let flushed = PQflush(handle)
-            if flushed == 0 { break }
-            if flushed < 0 {
-                PQsetnonblocking(handle, 0)
-                throw PostgresError(code: .connectionLost, message: errorMessage(handle))
-            }
-            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN | POLLOUT), revents: 0)
-            _ = poll(&descriptor, 1, -1)
-            if descriptor.revents & Int16(POLLIN) != 0, PQconsumeInput(handle) != 1 {
-                PQsetnonblocking(handle, 0)
-                throw PostgresError(code: .connectionLost, message: errorMessage(handle))
-            }
-        }
-        PQsetnonblocking(handle, 0)
-
-        var outputs = [PostgresRows]()
-        outputs.reserveCapacity(queries.count)
-        var firstError: PostgresError?
-        for query in queries {
-            var rows = PostgresRows(columns: [], rows: [], affectedRows: 0)
-            while let result = PQgetResult(handle) {
-                defer { PQclear(result) }
-                switch PQresultStatus(result) {
-                case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-                    rows = extractRows(result)
-                case PGRES_PIPELINE_ABORTED:
-                    break
-                default:
-                    if firstError == nil { firstError = serverError(result, handle: handle, sql: query.sql) }
-                }
-            }
-            outputs.append(rows)
-        }
-        // Drain up to and including the sync point.
-        while let result = PQgetResult(handle) {
-            let status = PQresultStatus(result)
-            PQclear(result)
-            if status == PGRES_PIPELINE_SYNC { break }
-        }
-        if PQstatus(handle) != CONNECTION_OK {
-            throw PostgresError(code: .connectionLost, message: errorMessage(handle))
-        }
-        if let firstError { throw firstError }
-        return outputs
-    }
 }
 
-/// Passes bind values as C strings valid only inside `body`.
+/// Passes strings to libpq as C strings valid only inside `body`: for conninfo
+/// keywords. Statement parameters go through `Connection.withParameters`,
+/// which does not cut a value at a NUL.
 func withCStringArray<R>(_ values: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
     let copies: [UnsafeMutablePointer<CChar>?] = values.map { $0.map { strdup($0) } }
     defer { for copy in copies { free(copy) } }

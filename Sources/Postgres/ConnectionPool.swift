@@ -9,12 +9,18 @@ public struct PoolConfiguration: Sendable {
     public var maximumConnections: Int
     /// How long `lease` waits for a free connection before failing with `.poolTimeout`.
     public var leaseTimeout: Duration
+    /// Set on every connection the pool opens; by default the server's own.
+    public var sessionTimeouts: SessionTimeouts
 
-    public init(conninfo: String, maximumConnections: Int = 16, leaseTimeout: Duration = .seconds(10)) {
+    public init(
+        conninfo: String, maximumConnections: Int = 16, leaseTimeout: Duration = .seconds(10),
+        sessionTimeouts: SessionTimeouts = SessionTimeouts()
+    ) {
         precondition(maximumConnections > 0, "a pool needs at least one connection")
         self.conninfo = conninfo
         self.maximumConnections = maximumConnections
         self.leaseTimeout = leaseTimeout
+        self.sessionTimeouts = sessionTimeouts
     }
 }
 
@@ -86,7 +92,8 @@ public actor ConnectionPool: Service {
             if openCount < configuration.maximumConnections {
                 openCount += 1
                 do {
-                    return try await Connection.connect(to: configuration.conninfo, logger: logger)
+                    return try await Connection.connect(
+                        to: configuration.conninfo, sessionTimeouts: configuration.sessionTimeouts, logger: logger)
                 } catch {
                     openCount -= 1
                     wakeWaiterToRetry()

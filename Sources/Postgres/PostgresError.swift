@@ -48,6 +48,12 @@ public struct PostgresError: Error, Sendable {
         self.query = query
     }
 
+    /// True when the server refused the statement for the values it carried
+    /// (see `SQLState.isDataError`): the caller's input is at fault, an HTTP 400.
+    public var isDataError: Bool {
+        sqlState?.isDataError == true
+    }
+
     /// True when the connection this error came from can no longer be used.
     public var isConnectionBroken: Bool {
         code == .connectionLost || code == .connectionFailed
@@ -89,12 +95,28 @@ public struct SQLState: RawRepresentable, Hashable, Sendable {
     public static let crashShutdown = SQLState("57P02")
     public static let cannotConnectNow = SQLState("57P03")
     public static let undefinedTable = SQLState("42P01")
+    public static let stringDataRightTruncation = SQLState("22001")
+    public static let divisionByZero = SQLState("22012")
     public static let invalidTextRepresentation = SQLState("22P02")
+    /// A byte sequence invalid in the encoding, such as a NUL in text.
+    public static let characterNotInRepertoire = SQLState("22021")
+    public static let untranslatableCharacter = SQLState("22P05")
+    /// A value over a server limit, such as an index entry too large for a btree page.
+    public static let programLimitExceeded = SQLState("54000")
 
     /// Class 08 (connection exception) and the shutdown codes of class 57.
     public var isConnectionTermination: Bool {
         rawValue.hasPrefix("08") || self == .adminShutdown || self == .crashShutdown
             || self == .cannotConnectNow
+    }
+
+    /// Class 22 (data exception: a value too long, malformed, out of range,
+    /// holding a NUL…) and 54000 (program limit exceeded: a value too large
+    /// for an index entry): the statement was refused for the values it
+    /// carried, so retrying it unchanged fails again. The rest of class 54
+    /// (too many columns or arguments) is the statement's shape, not its data.
+    public var isDataError: Bool {
+        rawValue.hasPrefix("22") || self == .programLimitExceeded
     }
 
     /// Errors worth retrying the whole transaction for.

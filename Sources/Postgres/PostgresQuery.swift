@@ -6,7 +6,8 @@ import Foundation
 ///     let rows = try await connection.query("select * from events where stream_id = \(stream)")
 public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation {
     public var sql: String
-    /// Parameters in text format; `nil` is SQL NULL.
+    /// Parameters in text format; `nil` is SQL NULL. A value is sent whole,
+    /// so one holding a NUL is refused by the server rather than cut short.
     public var binds: [String?]
 
     public init(unsafeSQL sql: String, binds: [String?] = []) {

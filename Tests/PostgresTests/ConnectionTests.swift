@@ -96,6 +96,22 @@ struct ConnectionTests {
         #expect(count == 2000)
     }
 
+    /// Each connection runs libpq on a thread of its own; a connect that fails
+    /// must end that thread too, or a pool retrying through an outage leaks
+    /// one per attempt. 200 refused connects against a margin of 100 leaves
+    /// room for the threads of tests running alongside.
+    @Test func aFailedConnectLeavesNoThreadBehind() async throws {
+        func threads() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count }
+        let before = try threads()
+        for _ in 0..<200 {
+            await #expect(throws: PostgresError.self) {
+                try await Connection.connect(to: "host=127.0.0.1 port=1 connect_timeout=2 dbname=nothing")
+            }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try threads() - before < 100)
+    }
+
     @Test func listenWaitsForANotificationWithoutPolling() async throws {
         let conninfo = try await TestDatabase.make()
         let listener = try await Connection.connect(to: conninfo)

@@ -1,0 +1,47 @@
+import CLibPQ
+
+/// A notification received on a channel this connection listens to.
+public struct PostgresNotification: Sendable, Equatable {
+    public var channel: String
+    public var payload: String
+    public var processID: Int32
+}
+
+// LISTEN/NOTIFY, so consumers wake on an append instead of polling the tables.
+extension Connection {
+    /// Subscribes this connection to a channel.
+    public func listen(_ channel: String) async throws {
+        try await run { handle throws(PostgresError) in
+            guard let escaped = PQescapeIdentifier(handle, channel, channel.utf8.count) else {
+                throw PostgresError(code: .invalidState, message: Connection.errorMessage(handle))
+            }
+            defer { PQfreemem(escaped) }
+            _ = try Connection.execute(PostgresQuery(unsafeSQL: "LISTEN " + String(cString: escaped)), on: handle)
+        }
+    }
+
+    /// Waits for the next notification without polling the server: the thread
+    /// sleeps in `poll(2)` on the socket until data arrives or `timeout` passes.
+    public func waitForNotification(timeout: Duration) async throws -> PostgresNotification? {
+        try await run { handle throws(PostgresError) in
+            if let notification = Connection.nextNotification(handle) { return notification }
+            let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+            let ready = try Connection.waitReadable(handle, milliseconds: milliseconds)
+            if ready {
+                guard PQconsumeInput(handle) == 1 else {
+                    throw PostgresError(code: .connectionLost, message: Connection.errorMessage(handle))
+                }
+            }
+            return Connection.nextNotification(handle)
+        }
+    }
+
+    static func nextNotification(_ handle: OpaquePointer) -> PostgresNotification? {
+        guard let notify = PQnotifies(handle) else { return nil }
+        defer { PQfreemem(notify) }
+        return PostgresNotification(
+            channel: String(cString: notify.pointee.relname),
+            payload: String(cString: notify.pointee.extra),
+            processID: notify.pointee.be_pid)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+@Suite("Parameters")
+struct ParameterTests {
+    /// libpq reads a text-format parameter up to its first NUL; the value must
+    /// reach the server whole, where it is refused, not cut to "T1" and matched.
+    @Test func aStringWithAnEmbeddedNULIsRefusedNotTruncated() async throws {
+        let connection = try await Connection.connect(to: try await TestDatabase.make())
+        defer { connection.close() }
+        try await connection.execute(unsafeSQL: "CREATE TABLE t (id text PRIMARY KEY)")
+        try await connection.query("INSERT INTO t VALUES (\("T1"))")
+
+        let lookup = await #expect(throws: PostgresError.self) {
+            try await connection.query("SELECT id FROM t WHERE id = \("T1\u{0}x")")
+        }
+        #expect(lookup?.code == .server)
+        #expect(lookup?.sqlState == .characterNotInRepertoire || lookup?.sqlState == .untranslatableCharacter)
+
+        let insert = await #expect(throws: PostgresError.self) {
+            try await connection.query("INSERT INTO t VALUES (\("T2\u{0}"))")
+        }
+        #expect(insert?.sqlState?.rawValue.hasPrefix("22") == true)
+
+        // In a pipeline too, and nothing of it stays.
+        let pipelined = await #expect(throws: PostgresError.self) {
+            try await connection.pipeline([
+                "INSERT INTO t VALUES (\("T3"))", "INSERT INTO t VALUES (\("T4\u{0}y"))",
+            ])
+        }
+        #expect(pipelined?.sqlState?.rawValue.hasPrefix("22") == true)
+
+        // A NUL in a JSON document is refused the same way.
+        await #expect(throws: PostgresError.self) {
+            try await connection.query("SELECT \(PostgresJSON(text: "{\"a\": \"b\u{0}\"}"))::jsonb")
+        }
+
+        let ids = try await connection.query("SELECT id FROM t ORDER BY id").map { try $0.decode(String.self, at: 0) }
+        #expect(ids == ["T1"])
+    }
+
+    /// Compared byte for byte: Swift's `==` would call "é" and "e\u{301}" equal.
+    @Test func multiByteUTF8RoundTripsExactly() async throws {
+        let connection = try await Connection.connect(to: try await TestDatabase.make())
+        defer { connection.close() }
+        try await connection.execute(unsafeSQL: "CREATE TABLE t (n integer PRIMARY KEY, value text)")
+        let values = [
+            "héllo", "e\u{301}", "日本語のテキスト", "𝄞 clef", "👩‍👩‍👧‍👦", "Ωμέγα", "tab\there\nnewline",
+            "\u{7F}\u{80}\u{FFFD}", "quote ' and \\ backslash", "",
+        ]
+        for (n, value) in values.enumerated() {
+            let echoed = try await connection.query("SELECT \(value)::text, octet_length(\(value))").first
+            #expect(try echoed?.decode(String.self, at: 0).utf8.elementsEqual(value.utf8) == true)
+            #expect(try echoed?.decode(Int.self, at: 1) == value.utf8.count)
+            try await connection.query("INSERT INTO t VALUES (\(n), \(value))")
+        }
+        let stored = try await connection.query("SELECT value FROM t ORDER BY n").map { try $0.decode(String.self, at: 0) }
+        #expect(stored.map { Array($0.utf8) } == values.map { Array($0.utf8) })
+        // The precomposed and decomposed spellings are different values to the server.
+        let matches = try await connection.query("SELECT count(*) FROM t WHERE value = \("é")").first?.decode(Int.self, at: 0)
+        #expect(matches == 0)
+    }
+
+    /// Strings still take their type from where they stand, as text-format
+    /// parameters always have (binary ones would not).
+    @Test func stringParametersStillTakeTheirTypeFromTheStatement() async throws {
+        let connection = try await Connection.connect(to: try await TestDatabase.make())
+        defer { connection.close() }
+        try await connection.execute(unsafeSQL: "CREATE TABLE t (id uuid, n integer, at timestamptz, doc jsonb)")
+        let id = UUID()
+        try await connection.query("""
+            INSERT INTO t VALUES (\(id.uuidString), \("7"), \("2026-01-02T03:04:05Z"), \(#"{"k": 1}"#))
+            """)
+        let row = try #require(try await connection.query("""
+            SELECT id, n, at, doc->>'k', \(String(42))::xid8::text FROM t WHERE id = \(id.uuidString) AND n = \("7")
+            """).first)
+        #expect(try row.decode(UUID.self, at: 0) == id)
+        #expect(try row.decode(Int.self, at: 1) == 7)
+        #expect(try row.decode(Date.self, at: 2) == Date(timeIntervalSince1970: 1_767_323_045))
+        #expect(try row.decode(String.self, at: 3) == "1")
+        #expect(try row.decode(String.self, at: 4) == "42")
+        let nothing: String? = nil
+        #expect(try await connection.query("SELECT \(nothing)::text IS NULL").first?.decode(Bool.self, at: 0) == true)
+    }
+}
