@@ -21,7 +21,10 @@ struct CommandDatabase {
         let logger = LoggingSetup.logger(configuration)
         let catalog = try CatalogSource.load(path: configuration.productsPath)
         let database = try await PreparedDatabase.prepare(configuration, logger: logger)
-        let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: database.conninfo, maximumConnections: 2), logger: logger)
+        let pool = ConnectionPool(configuration: PoolConfiguration(
+            conninfo: database.conninfo, maximumConnections: 2,
+            // Long work (import, rebuild) runs long statements: only a forgotten transaction is cut.
+            sessionTimeouts: SessionTimeouts(idleInTransactionSessionTimeout: configuration.sessionTimeouts.idleInTransactionSessionTimeout)), logger: logger)
         return CommandDatabase(configuration: configuration, logger: logger, catalog: catalog, database: database, pool: pool)
     }
 

@@ -38,7 +38,8 @@ struct Serve: AsyncParsableCommand {
         let catalog = try CatalogSource.load(path: configuration.productsPath)
         let database = try await PreparedDatabase.prepare(configuration, logger: logger)
         let pool = ConnectionPool(
-            configuration: PoolConfiguration(conninfo: database.conninfo, maximumConnections: configuration.poolSize),
+            configuration: PoolConfiguration(conninfo: database.conninfo, maximumConnections: configuration.poolSize,
+                                             sessionTimeouts: configuration.sessionTimeouts),
             logger: logger)
         var dependencies = AppDependencies(
             configuration: configuration, pool: pool, catalog: catalog, metrics: registry,

@@ -67,3 +67,51 @@ struct ReminderRouteTests {
         }
     }
 }
+
+@Suite("Health under load")
+struct HealthLoadTests {
+    /// Callers that come while a probe runs share it: with the only
+    /// connection busy, a hundred health checks make one probe, not a
+    /// hundred that would each take a connection from the writes.
+    @Test func concurrentHealthChecksShareOneProbe() async throws {
+        let dependencies = try await makeDependencies(poolSize: 1)
+        let health = HealthStore(dependencies)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try await dependencies.pool.withConnection { _ in try await Task.sleep(for: .milliseconds(300)) }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            for _ in 0..<100 {
+                group.addTask { _ = try await health.projectionLags() }
+            }
+            try await group.waitForAll()
+        }
+        let probes = await health.probes
+        #expect(probes <= 2, "\(probes) probes for 100 checks")
+        await dependencies.pool.close()
+    }
+
+    /// A flood of `/health` beside writes on a pool of two: every check and
+    /// every write is answered.
+    @Test func aFloodOfHealthChecksDoesNotStarveWrites() async throws {
+        let dependencies = try await makeDependencies(poolSize: 2)
+        let app = buildApplication(dependencies)
+        try await app.test(.router) { client in
+            try await withThrowingTaskGroup(of: (Bool, Int).self) { group in
+                for _ in 0..<200 {
+                    group.addTask { (true, try await client.execute(uri: "/health", method: .get).status.code) }
+                }
+                for index in 0..<20 {
+                    group.addTask {
+                        let response = try await client.post("/v1/subscribers/flood-\(index)/events", purchaseJSON("flood-\(index)"))
+                        return (false, response.status.code)
+                    }
+                }
+                for try await (isHealth, status) in group {
+                    #expect(status == (isHealth ? 200 : 201))
+                }
+            }
+        }
+        await dependencies.pool.close()
+    }
+}

@@ -22,7 +22,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as WriteContention {
             return try APIError(.serviceUnavailable, code: "contention", message: error.description)
                 .response(from: request, context: context)
-        } catch let error as PostgresError where error.isDataRefusal {
+        } catch let error as PostgresError where error.isDataError {
             // A value the database cannot store or index: the input's fault.
             return try APIError(.badRequest, code: "invalid_field",
                                 message: "a value of the request cannot be stored (SQLSTATE \(error.sqlState?.rawValue ?? "?"))")

@@ -1,6 +1,7 @@
 import Foundation
 import Ledger
 import Logging
+import Postgres
 
 /// Everything `subledger` reads from its environment (each also a `serve` flag).
 public struct SubledgerConfiguration: Sendable {
@@ -27,6 +28,10 @@ public struct SubledgerConfiguration: Sendable {
     /// Largest request body accepted, in bytes (the contract's 1 MiB).
     public var maximumBodySize: Int = 1 << 20
     public var poolSize: Int = 16
+    /// Limits every service connection sets on itself, so a stuck statement,
+    /// lock wait or forgotten transaction cannot hold a connection for ever.
+    public var sessionTimeouts = SessionTimeouts(
+        statementTimeout: .seconds(30), lockTimeout: .seconds(10), idleInTransactionSessionTimeout: .seconds(60))
 
     public init() {}
 
@@ -35,6 +40,14 @@ public struct SubledgerConfiguration: Sendable {
         func value(_ name: String) -> String? {
             guard let raw = environment[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
             return raw
+        }
+        /// Seconds (fractions allowed) as a duration.
+        func seconds(_ name: String) throws(ConfigurationError) -> Duration? {
+            guard let text = value(name) else { return nil }
+            guard let number = Double(text), number > 0, number <= 86_400 else {
+                throw ConfigurationError(variable: name, message: "expected seconds from 0.001 to 86400, got \(text)")
+            }
+            return .milliseconds(Int64((number * 1000).rounded(.up)))
         }
         databaseURL = value("DATABASE_URL")
         if let directory = value("SUBLEDGER_DATA_DIR") { dataDirectory = directory }
@@ -62,6 +75,10 @@ public struct SubledgerConfiguration: Sendable {
         if let url = value("SUBLEDGER_APPSTORE_VERIFY_URL") { appStoreVerifyURL = url }
         if let url = value("SUBLEDGER_APPSTORE_SANDBOX_URL") { appStoreSandboxURL = url }
         appStoreSharedSecret = value("SUBLEDGER_APPSTORE_SHARED_SECRET")
+        sessionTimeouts.statementTimeout = try seconds("SUBLEDGER_DB_STATEMENT_TIMEOUT") ?? sessionTimeouts.statementTimeout
+        sessionTimeouts.lockTimeout = try seconds("SUBLEDGER_DB_LOCK_TIMEOUT") ?? sessionTimeouts.lockTimeout
+        sessionTimeouts.idleInTransactionSessionTimeout =
+            try seconds("SUBLEDGER_DB_IDLE_IN_TRANSACTION_TIMEOUT") ?? sessionTimeouts.idleInTransactionSessionTimeout
         if let level = value("LOG_LEVEL") {
             guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
                 throw ConfigurationError(variable: "LOG_LEVEL", message: "expected trace, debug, info, notice, warning, error or critical, got \(level)")

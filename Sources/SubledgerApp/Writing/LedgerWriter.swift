@@ -93,7 +93,7 @@ public struct LedgerWriter: Sendable {
                     "write.attempt": "\(attempt)", "error": "\(error)",
                 ])
                 try await Task.sleep(for: .microseconds(Int.random(in: 200...(1000 * min(attempt, 20)))))
-            } catch let error as PostgresError where error.isDataRefusal && batch.refusals == .skip {
+            } catch let error as PostgresError where error.isDataError && batch.refusals == .skip {
                 return try await isolate(batch, error: error)
             }
         }
@@ -174,15 +174,6 @@ public struct LedgerWriter: Sendable {
     static let factsRejected = Counter(label: "subledger_facts_total", dimensions: [("outcome", "rejected")])
     static let retries = Counter(label: "subledger_fact_retries_total")
     static let exhausted = Counter(label: "subledger_fact_retries_exhausted_total")
-}
-
-extension PostgresError {
-    /// The database refused a value (SQLSTATE class 22, data exception, or
-    /// 54000, e.g. an index row too large): the input's fault, not the server's.
-    package var isDataRefusal: Bool {
-        guard let state = sqlState?.rawValue else { return false }
-        return state.hasPrefix("22") || state == "54000"
-    }
 }
 
 extension LedgerError {
