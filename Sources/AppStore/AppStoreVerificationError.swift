@@ -1,8 +1,8 @@
 import Ledger
 
 /// Why a signed App Store payload (a notification or the transaction and
-/// renewal info inside it) was refused. Every case is the sender's fault, so
-/// the HTTP edge answers 400 and stores nothing.
+/// renewal info inside it) was refused. Every case is the sender's fault: a
+/// bad request (`ledgerError.kind == .badRequest`), and nothing is stored.
 public struct AppStoreVerificationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Stable machine-readable codes, as `{"error": {"code"}}` carries them.
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
@@ -44,13 +44,10 @@ public struct AppStoreVerificationError: Error, Sendable, Equatable, CustomStrin
         self.field = field
     }
 
-    /// Every verification failure is a bad request.
-    public var httpStatus: Int { 400 }
-
     public var description: String { "\(code): \(message) (field \(field))" }
 
-    /// The same refusal as the ledger's error type, so the HTTP edge maps it
-    /// with the rest: 400 with `{"error": {"code", "message", "field"}}`.
+    /// The same refusal as the ledger's error type (kind `.badRequest`), so
+    /// the edge maps it with the rest: `{"error": {"code", "message", "field"}}`.
     public var ledgerError: LedgerError {
         LedgerError(kind: .badRequest, code: code.rawValue, message: message, field: field)
     }

@@ -48,7 +48,7 @@ public struct AppStoreVerifier: Sendable {
     /// Verifies a notification's `signedPayload` and everything signed inside it.
     public func verifyNotification(signedPayload: String) async throws(AppStoreVerificationError) -> VerifiedNotification {
         let payload = try await verifiedPayload(signedPayload, as: NotificationPayload.self, field: "signedPayload")
-        try checkBundleID(payload.bundleId, field: "signedPayload")
+        try checkBundleID(payload.bundleID, field: "signedPayload")
         var transaction: TransactionInfo?
         if let signed = payload.data?.signedTransactionInfo {
             transaction = try await verifyTransaction(signed, field: "data.signedTransactionInfo")
@@ -65,7 +65,7 @@ public struct AppStoreVerifier: Sendable {
     public func verifyTransaction(_ signedTransaction: String, field: String = "signedTransactionInfo")
         async throws(AppStoreVerificationError) -> TransactionInfo {
         let transaction = try await verifiedPayload(signedTransaction, as: TransactionInfo.self, field: field)
-        try checkBundleID(transaction.bundleId, field: field)
+        try checkBundleID(transaction.bundleID, field: field)
         return transaction
     }
 

@@ -40,6 +40,21 @@ struct FieldReader {
         return text
     }
 
+    /// An identifier (`transactionId`, `productId`, `deviceId`...).
+    func identifier(_ key: String) throws(LedgerError) -> String? {
+        try string(key)
+    }
+
+    func requiredIdentifier(_ key: String, for purpose: String) throws(LedgerError) -> String {
+        guard let text = try identifier(key) else { throw .missingField(name(key), purpose) }
+        return text
+    }
+
+    /// Free text (`reason`).
+    func text(_ key: String) throws(LedgerError) -> String? {
+        try string(key, maxLength: 1000)
+    }
+
     func date(_ key: String) throws(LedgerError) -> Date? {
         guard let value = value(key) else { return nil }
         guard case .string(let text) = value else {
@@ -70,7 +85,7 @@ struct FieldReader {
 
     func positiveInteger(_ key: String, max: Int) throws(LedgerError) -> Int? {
         guard let value = value(key) else { return nil }
-        guard case .number(let number) = value, number.rounded() == number, number >= 1, number <= Double(max) else {
+        guard let number = value.wholeNumber, number >= 1, number <= Int64(max) else {
             throw .invalidField(name(key), expected: "an integer from 1 to \(max)", got: value.kindDescription)
         }
         return Int(number)
