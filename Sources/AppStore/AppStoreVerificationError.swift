@@ -30,12 +30,17 @@ public struct AppStoreVerificationError: Error, Sendable, Equatable, CustomStrin
         public static let bundleIDMismatch = Code(rawValue: "bundle_id_mismatch")
         /// The signed payload is not the JSON Apple documents.
         public static let invalidPayload = Code(rawValue: "invalid_payload")
+        /// A field of the signed payload is outside the input limits (a date
+        /// outside 1970…9999, an identifier over 200 bytes...); `field` names it.
+        public static let invalidField = Code(rawValue: "invalid_field")
     }
 
     public var code: Code
     /// What failed, for the client and the log; never contains key material.
     public var message: String
-    /// Which JWS failed: `signedPayload`, `data.signedTransactionInfo` or `data.signedRenewalInfo`.
+    /// Which JWS failed: `signedPayload`, `data.signedTransactionInfo` or
+    /// `data.signedRenewalInfo`; with `invalidField`, the field inside it
+    /// (`data.signedTransactionInfo.expiresDate`).
     public var field: String
 
     public init(_ code: Code, _ message: String, field: String = "signedPayload") {

@@ -88,8 +88,8 @@ public struct AppStoreVerifier: Sendable {
     // MARK: - JWS
 
     /// Checks a JWS end to end and decodes its payload: header, chain at
-    /// `signedDate`, signature, then the payload's shape.
-    func verifiedPayload<Payload: Decodable>(_ text: String, as type: Payload.Type, field: String)
+    /// `signedDate`, signature, the payload's shape, then its input limits.
+    func verifiedPayload<Payload: Decodable & LimitedPayload>(_ text: String, as type: Payload.Type, field: String)
         async throws(AppStoreVerificationError) -> Payload {
         let jws = try CompactJWS(text, field: field)
         guard let algorithm = jws.header.alg else {
@@ -131,12 +131,14 @@ public struct AppStoreVerifier: Sendable {
                                             field: field)
         }
 
+        let payload: Payload
         do {
-            return try Self.payloadDecoder.decode(Payload.self, from: jws.payload)
+            payload = try Self.payloadDecoder.decode(Payload.self, from: jws.payload)
         } catch {
             throw AppStoreVerificationError(.invalidPayload, "The signed payload does not match Apple's format: \(Self.describe(error)).",
                                             field: field)
         }
+        return try payload.withinLimits(field: field)
     }
 
     /// Pre-checks give each failure its own code; `X509.Verifier` then has the

@@ -28,6 +28,7 @@ extension Decider {
             throw .missingField("expiresDate", "an auto-renewable \(renewal == nil ? "purchase" : "renewal") needs the store's expiresDate")
         }
         let fact = withTerms(of: product, requested)
+        try checkComputedInstants(of: fact, product: product, ledger: ledger, fieldPrefix: "")
         var decision = Decision()
         try claim(fact, product: product, event: renewal == nil ? .purchased(fact) : .renewed(fact), ledger: ledger,
                   owner: owner, now: now, source: source, field: "originalTransactionId", into: &decision)
@@ -102,6 +103,7 @@ extension Decider {
         if let other = owner(original), other != ledger.subscriberID {
             throw ownedByOther(original, field: "originalTransactionId")
         }
+        try checkComputedInstants(ofExtendedEnd: renewal.expiresDate, productID: recorded.fact.productID)
         let renewalExtension = RenewalExtension(
             transactionID: transactionID, originalTransactionID: original, productID: recorded.fact.productID,
             expiresDate: renewal.expiresDate, effectiveDate: renewal.effectiveDate ?? now, environment: renewal.environment,
@@ -151,6 +153,7 @@ extension Decider {
                 try checkSameProduct(recorded, productID: fact.productID)
                 continue
             }
+            try checkComputedInstants(of: fact, product: product, ledger: ledger, fieldPrefix: prefix)
             try claim(fact, product: product, event: .restored(fact), ledger: ledger, owner: owner, now: now, source: source,
                       field: prefix + "originalTransactionId", into: &decision)
         }

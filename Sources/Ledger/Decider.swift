@@ -63,7 +63,8 @@ public struct Decider: Sendable {
         self.restorePolicy = restorePolicy
     }
 
-    /// Decides one fact.
+    /// Decides one fact. Every request is first checked against
+    /// `InputLimits` (400 `invalid_field` / `date_in_future`), whoever built it.
     ///
     /// - Parameters:
     ///   - owner: the subscriber owning an original transaction id, from the
@@ -89,6 +90,7 @@ public struct Decider: Sendable {
     /// As `decide(_:subscriberID:history:...)`, from a ledger already folded.
     public func decide(_ request: FactRequest, ledger: SubscriberLedger, owner: (String) -> String?,
                        now: Date, source: String = FactSource.api) throws(LedgerError) -> Decision {
+        try request.checkLimits(now: now)
         let decision: Decision
         switch request {
         case .purchase(let purchase):
@@ -132,7 +134,8 @@ public struct Decider: Sendable {
     /// As `decide(_:subscriberID:history:...)` for a restore, from a ledger already folded.
     public func decide(_ request: RestoreRequest, ledger: SubscriberLedger, owner: (String) -> String?,
                        now: Date, source: String = FactSource.api) throws(LedgerError) -> Decision {
-        try decide(request, ledger: ledger, owner: owner, now: now, source: source, fieldPrefix: { "transactions[\($0)]." })
+        try request.checkLimits(now: now)
+        return try decide(request, ledger: ledger, owner: owner, now: now, source: source, fieldPrefix: { "transactions[\($0)]." })
             .settled(lastPosition: ledger.lastPosition)
     }
 

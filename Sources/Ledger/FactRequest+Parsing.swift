@@ -1,7 +1,8 @@
 import Foundation
 
 extension FactRequest {
-    /// Parses and validates a request body. Each type requires:
+    /// Parses and validates a request body against `InputLimits`
+    /// (identifiers come back in NFC). Each type requires:
     /// purchase: `transactionId`, `productId`, `purchaseDate` (and
     /// `expiresDate` for auto-renewables, checked by the `Decider`);
     /// renewal: those plus `originalTransactionId` and `expiresDate`;
@@ -16,7 +17,7 @@ extension FactRequest {
     /// Parses one `subledger import` line: a request body plus `subscriberId`.
     public static func parseImportLine(_ data: Data) throws(LedgerError) -> (subscriberID: String, request: FactRequest) {
         let reader = FieldReader(fields: try FieldReader.object(from: data), prefix: "")
-        let subscriberID = try reader.requiredString("subscriberId", for: "each import line names its subscriber")
+        let subscriberID = try reader.requiredIdentifier("subscriberId", for: "each import line names its subscriber")
         return (subscriberID, try parse(reader))
     }
 
@@ -42,7 +43,7 @@ extension FactRequest {
         let autoRenew = try reader.bool("autoRenew")
         let environment = try reader.environment("environment") ?? .production
         let deviceID = try reader.identifier("deviceId")
-        let quantity = try reader.positiveInteger("quantity", max: 1_000_000) ?? 1
+        let quantity = try reader.positiveInteger("quantity", max: InputLimits.quantities.upperBound) ?? 1
 
         let purpose = "a \(type.rawValue) needs it"
         func required<Value>(_ value: Value?, _ key: String) throws(LedgerError) -> Value {

@@ -88,7 +88,10 @@ public enum Coverage {
     public static func desiredReminders(of ledger: SubscriberLedger, catalog: Catalog, now: Date) -> [DesiredReminder] {
         var reminders: [DesiredReminder] = []
         for end in ends(of: ledger, catalog: catalog, now: now) {
-            for lead in catalog.product(id: end.productID)?.reminders ?? [] {
+            // The Decider refuses facts that would need a reminder outside the
+            // range; one from an older history is never scheduled.
+            for lead in catalog.product(id: end.productID)?.reminders ?? []
+            where InputLimits.contains(end.end) && InputLimits.contains(lead.subtracted(from: end.end)) {
                 reminders.append(DesiredReminder(
                     id: reminderID(subscriberID: ledger.subscriberID, group: end.group, end: end.end, lead: lead),
                     type: lead.isZero ? .expiryPrompt : .renewalReminder, subscriberID: ledger.subscriberID,

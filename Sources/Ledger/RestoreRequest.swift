@@ -38,14 +38,15 @@ public struct RestoreRequest: Sendable, Hashable {
         Set(transactions.flatMap { [$0.transactionID, $0.originalTransactionID] })
     }
 
-    /// Parses and validates a restore body; errors name the field, e.g.
+    /// Parses and validates a restore body against `InputLimits`
+    /// (identifiers come back in NFC); errors name the field, e.g.
     /// `transactions[1].purchaseDate`.
     public static func parse(json data: Data) throws(LedgerError) -> RestoreRequest {
         let reader = FieldReader(fields: try FieldReader.object(from: data), prefix: "")
         guard let items = try reader.array("transactions") else {
             throw .missingField("transactions", "an array of {transactionId, originalTransactionId, productId, purchaseDate, expiresDate}")
         }
-        guard items.count <= 1000 else {
+        guard items.count <= InputLimits.maximumRestoredTransactions else {
             throw .invalidField("transactions", expected: "at most 1000 transactions", got: "\(items.count)")
         }
         let environment = try reader.environment("environment") ?? .production

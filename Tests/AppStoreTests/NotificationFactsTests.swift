@@ -202,17 +202,20 @@ import Testing
         let decider = Decider(catalog: catalog)
         let first = TestAppStore.subscription(transactionID: "2000000000000001", purchaseDate: TestAppStore.date("2025-02-01T11:59:00Z"),
                                               expiresDate: TestAppStore.date("2025-03-01T11:59:00Z"))
-        let notifications: [(NotificationType, NotificationSubtype?, TransactionInfo, RenewalInfo)] = [
-            (.subscribed, .initialBuy, first, TestAppStore.renewalInfo()),
-            (.didRenew, nil, TestAppStore.subscription(), TestAppStore.renewalInfo()),
-            (.didChangeRenewalStatus, .autoRenewDisabled, TestAppStore.subscription(), TestAppStore.renewalInfo(autoRenew: false)),
-            (.refund, nil, TestAppStore.subscription(revocationDate: TestAppStore.date("2025-03-05T00:00:00Z"), revocationReason: 0),
-             TestAppStore.renewalInfo(autoRenew: false)),
+        // Apple signs each notification when it happens: the refund after its revocation.
+        let revoked = TestAppStore.date("2025-03-05T00:00:00Z")
+        let notifications: [(NotificationType, NotificationSubtype?, TransactionInfo, RenewalInfo, Date)] = [
+            (.subscribed, .initialBuy, first, TestAppStore.renewalInfo(), TestAppStore.signedDate),
+            (.didRenew, nil, TestAppStore.subscription(), TestAppStore.renewalInfo(), TestAppStore.signedDate),
+            (.didChangeRenewalStatus, .autoRenewDisabled, TestAppStore.subscription(), TestAppStore.renewalInfo(autoRenew: false),
+             TestAppStore.signedDate),
+            (.refund, nil, TestAppStore.subscription(revocationDate: revoked, revocationReason: 0),
+             TestAppStore.renewalInfo(autoRenew: false), revoked),
         ]
         var history: [RecordedLedgerEvent] = []
         let subscriberID = TestAppStore.subscriberID.lowercased()
-        for (type, subtype, transaction, renewal) in notifications {
-            let signed = try store.signedNotification(type, subtype, transaction: transaction, renewal: renewal)
+        for (type, subtype, transaction, renewal, signedDate) in notifications {
+            let signed = try store.signedNotification(type, subtype, transaction: transaction, renewal: renewal, signedDate: signedDate)
             let mapped = facts(for: try await store.verifier.verifyNotification(signedPayload: signed))
             #expect(mapped.subscriberHint == subscriberID)
             for fact in mapped.facts {

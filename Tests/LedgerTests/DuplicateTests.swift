@@ -20,15 +20,14 @@ struct DuplicateTests {
         var world = World()
         try world.send(purchase("a1", IDs.monthly, at: day, expires: date("2024-02-01T00:00:00Z")), to: "u", now: day)
         try world.send(purchase("n1", IDs.level2, at: day), to: "u", now: day)
-        try world.send(renewal("a2", original: "a1", IDs.monthly, at: date("2024-02-01T00:00:00Z"), expires: date("2024-03-01T00:00:00Z")),
-                       to: "u", now: later)
-        try world.send(refund("n1", at: later), to: "u", now: later)
-        let again = try world.send(purchase("a1", IDs.monthly, at: day, expires: date("2024-02-01T00:00:00Z")), to: "u", now: later)
+        let renewed = date("2024-02-01T00:00:00Z")
+        try world.send(renewal("a2", original: "a1", IDs.monthly, at: renewed, expires: date("2024-03-01T00:00:00Z")), to: "u", now: renewed)
+        try world.send(refund("n1", at: renewed), to: "u", now: renewed)
+        let again = try world.send(purchase("a1", IDs.monthly, at: day, expires: date("2024-02-01T00:00:00Z")), to: "u", now: renewed)
         #expect(again.isDuplicate)
         #expect(again.duplicatePosition == 1)
-        let renewedAgain = try world.send(
-            renewal("a2", original: "a1", IDs.monthly, at: date("2024-02-01T00:00:00Z"), expires: date("2024-03-01T00:00:00Z")),
-            to: "u", now: later)
+        let renewedAgain = try world.send(renewal("a2", original: "a1", IDs.monthly, at: renewed, expires: date("2024-03-01T00:00:00Z")),
+                                          to: "u", now: renewed)
         #expect(renewedAgain.duplicatePosition == 3)
     }
 
@@ -55,13 +54,13 @@ struct DuplicateTests {
         let issue = FactRequest.billingIssue(.init(originalTransactionID: "a1", effectiveDate: end))
         let expiry = FactRequest.expiry(.init(.subscription(originalTransactionID: "a1", end: end)))
         let earlierExpiry = FactRequest.expiry(.init(.subscription(originalTransactionID: "a1", end: date("2024-01-25T00:00:00Z"))))
-        for fact in [off, on, issue, expiry, earlierExpiry] { try world.send(fact, to: "u", now: later) }
+        for fact in [off, on, issue, expiry, earlierExpiry] { try world.send(fact, to: "u", now: end) }
         // The first copy of each, not the latest event of its kind.
-        #expect(try world.send(off, to: "u", now: later).duplicatePosition == 2)
-        #expect(try world.send(on, to: "u", now: later).duplicatePosition == 3)
-        #expect(try world.send(issue, to: "u", now: later).duplicatePosition == 4)
-        #expect(try world.send(expiry, to: "u", now: later).duplicatePosition == 5)
-        #expect(try world.send(earlierExpiry, to: "u", now: later).duplicatePosition == 6)
+        #expect(try world.send(off, to: "u", now: end).duplicatePosition == 2)
+        #expect(try world.send(on, to: "u", now: end).duplicatePosition == 3)
+        #expect(try world.send(issue, to: "u", now: end).duplicatePosition == 4)
+        #expect(try world.send(expiry, to: "u", now: end).duplicatePosition == 5)
+        #expect(try world.send(earlierExpiry, to: "u", now: end).duplicatePosition == 6)
     }
 
     @Test func aRepeatedCoverageExpiryAnswersWithItsOwnEvent() throws {

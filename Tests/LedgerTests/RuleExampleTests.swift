@@ -22,11 +22,11 @@ struct NonRenewingExamples {
 
     @Test func aRefundedPassLosesItsPeriodAndLaterOnesRestack() throws {
         var world = World()
-        let now = date("2024-01-01T13:00:00Z")
-        try world.send(purchase("p0", IDs.pass, at: date("2024-01-01T10:00:00Z")), to: "u", now: now)
-        try world.send(purchase("p1", IDs.pass, at: date("2024-01-05T10:00:00Z")), to: "u", now: now)
-        try world.send(purchase("p2", IDs.pass, at: date("2024-01-06T10:00:00Z")), to: "u", now: now)
-        try world.send(refund("p0", at: date("2024-01-10T00:00:00Z")), to: "u", now: now)
+        // Each fact is sent when it happened (no effective date may be more than a day ahead).
+        for (id, at) in [("p0", "2024-01-01T10:00:00Z"), ("p1", "2024-01-05T10:00:00Z"), ("p2", "2024-01-06T10:00:00Z")] {
+            try world.send(purchase(id, IDs.pass, at: date(at)), to: "u", now: date(at))
+        }
+        try world.send(refund("p0", at: date("2024-01-10T00:00:00Z")), to: "u", now: date("2024-01-10T00:00:00Z"))
 
         let before = world.state("u", at: date("2024-01-09T00:00:00Z"))
         #expect(before.nonRenewingPeriods.map(\.transactionID) == ["p0", "p1", "p2"])
@@ -111,8 +111,9 @@ struct AutoRenewableExamples {
         var world = World()
         try world.send(purchase("a1", IDs.monthly, at: start, expires: firstEnd), to: "u", now: start)
         // Renewals arrive out of order; the latest purchase date wins, not the latest arrival.
-        try world.send(renewal("a3", original: "a1", IDs.yearly, at: date("2024-03-01T00:00:00Z"), expires: date("2025-03-01T00:00:00Z")), to: "u", now: start)
-        try world.send(renewal("a2", original: "a1", IDs.monthly, at: firstEnd, expires: date("2024-03-01T00:00:00Z")), to: "u", now: start)
+        let arrival = date("2024-03-01T00:00:00Z")
+        try world.send(renewal("a3", original: "a1", IDs.yearly, at: date("2024-03-01T00:00:00Z"), expires: date("2025-03-01T00:00:00Z")), to: "u", now: arrival)
+        try world.send(renewal("a2", original: "a1", IDs.monthly, at: firstEnd, expires: date("2024-03-01T00:00:00Z")), to: "u", now: arrival)
         let state = world.state("u", at: date("2024-06-01T00:00:00Z"))
         #expect(state.subscriptions == [.init(group: "pro", productID: IDs.yearly, type: .autoRenewable, status: .active,
                                               expiresAt: date("2025-03-01T00:00:00Z"), autoRenew: true, originalTransactionID: "a1")])
