@@ -1,8 +1,8 @@
 import Ledger
 
 /// Why a signed App Store payload (a notification or the transaction and
-/// renewal info inside it) was refused. Every case is the sender's fault, so
-/// the HTTP edge answers 400 and stores nothing.
+/// renewal info inside it) was refused. Every case is the sender's fault: a
+/// bad request (`ledgerError.kind == .badRequest`), and nothing is stored.
 public struct AppStoreVerificationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Stable machine-readable codes, as `{"error": {"code"}}` carries them.
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
@@ -30,12 +30,17 @@ public struct AppStoreVerificationError: Error, Sendable, Equatable, CustomStrin
         public static let bundleIDMismatch = Code(rawValue: "bundle_id_mismatch")
         /// The signed payload is not the JSON Apple documents.
         public static let invalidPayload = Code(rawValue: "invalid_payload")
+        /// A field of the signed payload is outside the input limits (a date
+        /// outside 1970…9999, an identifier over 200 bytes...); `field` names it.
+        public static let invalidField = Code(rawValue: "invalid_field")
     }
 
     public var code: Code
     /// What failed, for the client and the log; never contains key material.
     public var message: String
-    /// Which JWS failed: `signedPayload`, `data.signedTransactionInfo` or `data.signedRenewalInfo`.
+    /// Which JWS failed: `signedPayload`, `data.signedTransactionInfo` or
+    /// `data.signedRenewalInfo`; with `invalidField`, the field inside it
+    /// (`data.signedTransactionInfo.expiresDate`).
     public var field: String
 
     public init(_ code: Code, _ message: String, field: String = "signedPayload") {
@@ -44,13 +49,10 @@ public struct AppStoreVerificationError: Error, Sendable, Equatable, CustomStrin
         self.field = field
     }
 
-    /// Every verification failure is a bad request.
-    public var httpStatus: Int { 400 }
-
     public var description: String { "\(code): \(message) (field \(field))" }
 
-    /// The same refusal as the ledger's error type, so the HTTP edge maps it
-    /// with the rest: 400 with `{"error": {"code", "message", "field"}}`.
+    /// The same refusal as the ledger's error type (kind `.badRequest`), so
+    /// the edge maps it with the rest: `{"error": {"code", "message", "field"}}`.
     public var ledgerError: LedgerError {
         LedgerError(kind: .badRequest, code: code.rawValue, message: message, field: field)
     }

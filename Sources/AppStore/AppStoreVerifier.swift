@@ -48,7 +48,7 @@ public struct AppStoreVerifier: Sendable {
     /// Verifies a notification's `signedPayload` and everything signed inside it.
     public func verifyNotification(signedPayload: String) async throws(AppStoreVerificationError) -> VerifiedNotification {
         let payload = try await verifiedPayload(signedPayload, as: NotificationPayload.self, field: "signedPayload")
-        try checkBundleID(payload.bundleId, field: "signedPayload")
+        try checkBundleID(payload.bundleID, field: "signedPayload")
         var transaction: TransactionInfo?
         if let signed = payload.data?.signedTransactionInfo {
             transaction = try await verifyTransaction(signed, field: "data.signedTransactionInfo")
@@ -65,7 +65,7 @@ public struct AppStoreVerifier: Sendable {
     public func verifyTransaction(_ signedTransaction: String, field: String = "signedTransactionInfo")
         async throws(AppStoreVerificationError) -> TransactionInfo {
         let transaction = try await verifiedPayload(signedTransaction, as: TransactionInfo.self, field: field)
-        try checkBundleID(transaction.bundleId, field: field)
+        try checkBundleID(transaction.bundleID, field: field)
         return transaction
     }
 
@@ -88,8 +88,8 @@ public struct AppStoreVerifier: Sendable {
     // MARK: - JWS
 
     /// Checks a JWS end to end and decodes its payload: header, chain at
-    /// `signedDate`, signature, then the payload's shape.
-    func verifiedPayload<Payload: Decodable>(_ text: String, as type: Payload.Type, field: String)
+    /// `signedDate`, signature, the payload's shape, then its input limits.
+    func verifiedPayload<Payload: Decodable & LimitedPayload>(_ text: String, as type: Payload.Type, field: String)
         async throws(AppStoreVerificationError) -> Payload {
         let jws = try CompactJWS(text, field: field)
         guard let algorithm = jws.header.alg else {
@@ -131,12 +131,14 @@ public struct AppStoreVerifier: Sendable {
                                             field: field)
         }
 
+        let payload: Payload
         do {
-            return try Self.payloadDecoder.decode(Payload.self, from: jws.payload)
+            payload = try Self.payloadDecoder.decode(Payload.self, from: jws.payload)
         } catch {
             throw AppStoreVerificationError(.invalidPayload, "The signed payload does not match Apple's format: \(Self.describe(error)).",
                                             field: field)
         }
+        return try payload.withinLimits(field: field)
     }
 
     /// Pre-checks give each failure its own code; `X509.Verifier` then has the

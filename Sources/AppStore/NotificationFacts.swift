@@ -15,9 +15,9 @@ public struct NotificationFacts: Sendable, Hashable {
     /// subscriber id, so it names the subscriber when present.
     public var subscriberHint: String?
     /// For finding the owner when there is no hint.
-    public var originalTransactionId: String?
-    public var transactionId: String?
-    public var productId: String?
+    public var originalTransactionID: String?
+    public var transactionID: String?
+    public var productID: String?
     public var environment: Environment
     /// When Apple signed the notification, for ordering.
     public var signedDate: Date
@@ -44,9 +44,9 @@ public func facts(for notification: VerifiedNotification) -> NotificationFacts {
         subtype: payload.subtype,
         facts: facts,
         subscriberHint: token?.isEmpty == false ? token : nil,
-        originalTransactionId: mapping.originalTransactionId,
-        transactionId: transaction?.transactionId,
-        productId: transaction?.productId ?? renewal?.productId ?? payload.summary?.productId,
+        originalTransactionID: mapping.originalTransactionID,
+        transactionID: transaction?.transactionID,
+        productID: transaction?.productID ?? renewal?.productID ?? payload.summary?.productID,
         environment: environment,
         signedDate: payload.signedDate,
         summary: summary
@@ -61,8 +61,8 @@ private struct NotificationMapping {
     let renewal: RenewalInfo?
     let environment: Environment
 
-    var originalTransactionId: String? {
-        transaction.map { $0.originalTransactionId ?? $0.transactionId } ?? renewal?.originalTransactionId
+    var originalTransactionID: String? {
+        transaction.map { $0.originalTransactionID ?? $0.transactionID } ?? renewal?.originalTransactionID
     }
 
     private var name: String {
@@ -81,13 +81,13 @@ private struct NotificationMapping {
             return recording(.renewal, "a renewal extended by the developer", effectiveDate: payload.signedDate)
         case .offerRedeemed:
             guard let transaction else { return missingTransaction() }
-            let isFirst = transaction.transactionId == (transaction.originalTransactionId ?? transaction.transactionId)
+            let isFirst = transaction.transactionID == (transaction.originalTransactionID ?? transaction.transactionID)
             return isFirst ? recording(.purchase, "a purchase with an offer") : recording(.renewal, "a renewal with an offer")
         case .didChangeRenewalPreference:
             // An upgrade starts a new period now; a downgrade or cross-grade
             // waits for the next renewal, which DID_RENEW will bring.
             if payload.subtype == .upgrade { return recording(.renewal, "an upgrade, effective immediately") }
-            return ([], "\(name): renewal preference changed (next renewal: \(renewal?.autoRenewProductId ?? "unknown")); entitlements unchanged.")
+            return ([], "\(name): renewal preference changed (next renewal: \(renewal?.autoRenewProductID ?? "unknown")); entitlements unchanged.")
         case .didChangeRenewalStatus:
             return autoRenewChange()
         case .didFailToRenew:
@@ -109,31 +109,39 @@ private struct NotificationMapping {
         ([], "\(name): no signedTransactionInfo; acknowledged without facts.")
     }
 
-    private func recording(_ type: FactRequest.FactType, _ meaning: String,
-                           effectiveDate: Date? = nil) -> ([FactRequest], String) {
+    private enum Recorded { case purchase, renewal }
+
+    private func recording(_ kind: Recorded, _ meaning: String, effectiveDate: Date? = nil) -> ([FactRequest], String) {
         guard let transaction else { return missingTransaction() }
-        let fact = FactRequest(
-            type: type,
-            transactionId: transaction.transactionId,
-            originalTransactionId: transaction.originalTransactionId ?? transaction.transactionId,
-            productId: transaction.productId,
-            purchaseDate: transaction.purchaseDate,
-            expiresDate: transaction.expiresDate,
-            effectiveDate: effectiveDate,
-            autoRenew: transaction.type == .autoRenewable ? renewal?.autoRenew : nil,
-            environment: environment,
-            quantity: transaction.quantity.flatMap { $0 >= 1 ? $0 : nil }
-        )
-        return ([fact], "\(name): \(meaning) of \(transaction.productId), transaction \(transaction.transactionId).")
+        let original = transaction.originalTransactionID ?? transaction.transactionID
+        let autoRenew = transaction.type == .autoRenewable ? renewal?.autoRenew : nil
+        let quantity = transaction.quantity.flatMap { $0 >= 1 ? $0 : nil } ?? 1
+        let fact: FactRequest
+        switch kind {
+        case .purchase:
+            fact = .purchase(FactRequest.Purchase(
+                transactionID: transaction.transactionID, originalTransactionID: original, productID: transaction.productID,
+                purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate, autoRenew: autoRenew,
+                quantity: quantity, environment: environment))
+        case .renewal:
+            guard let expiresDate = transaction.expiresDate else {
+                return ([], "\(name): \(meaning) of \(transaction.productID) without an expiresDate; acknowledged without facts.")
+            }
+            fact = .renewal(FactRequest.Renewal(
+                transactionID: transaction.transactionID, originalTransactionID: original, productID: transaction.productID,
+                purchaseDate: transaction.purchaseDate, expiresDate: expiresDate, autoRenew: autoRenew, quantity: quantity,
+                effectiveDate: effectiveDate, environment: environment))
+        }
+        return ([fact], "\(name): \(meaning) of \(transaction.productID), transaction \(transaction.transactionID).")
     }
 
     private func refundReversal() -> ([FactRequest], String) {
         guard let transaction else { return missingTransaction() }
-        let fact = FactRequest(type: .refundReversal, transactionId: transaction.transactionId,
-                               originalTransactionId: transaction.originalTransactionId ?? transaction.transactionId,
-                               productId: transaction.productId, effectiveDate: payload.signedDate,
-                               reason: "refund reversed", environment: environment)
-        return ([fact], "\(name): the refund of transaction \(transaction.transactionId) was reversed; access restored.")
+        let fact = FactRequest.refundReversal(FactRequest.RefundReversal(
+            transactionID: transaction.transactionID,
+            originalTransactionID: transaction.originalTransactionID ?? transaction.transactionID,
+            effectiveDate: payload.signedDate, reason: "refund reversed", environment: environment))
+        return ([fact], "\(name): the refund of transaction \(transaction.transactionID) was reversed; access restored.")
     }
 
     private func autoRenewChange() -> ([FactRequest], String) {
@@ -142,36 +150,34 @@ private struct NotificationMapping {
         case .autoRenewDisabled?: false
         default: renewal?.autoRenew
         }
-        guard let original = originalTransactionId, let autoRenew else {
+        guard let original = originalTransactionID, let autoRenew else {
             return ([], "\(name): neither the subtype nor the renewal info says whether auto-renew is on; acknowledged without facts.")
         }
-        let fact = FactRequest(type: .autoRenewChange, originalTransactionId: original,
-                               productId: transaction?.productId ?? renewal?.productId,
-                               effectiveDate: payload.signedDate, autoRenew: autoRenew, environment: environment)
+        let fact = FactRequest.autoRenewChange(FactRequest.AutoRenewChange(
+            originalTransactionID: original, autoRenew: autoRenew, productID: transaction?.productID ?? renewal?.productID,
+            effectiveDate: payload.signedDate, environment: environment))
         return ([fact], "\(name): auto-renew turned \(autoRenew ? "on" : "off") for \(original).")
     }
 
     private func billingIssue() -> ([FactRequest], String) {
-        guard let original = originalTransactionId else { return missingTransaction() }
+        guard let original = originalTransactionID else { return missingTransaction() }
         // Only the GRACE_PERIOD subtype keeps access; otherwise billing retry without access.
         let graceEnd = payload.subtype == .gracePeriod ? renewal?.gracePeriodExpiresDate : nil
-        let fact = FactRequest(type: .billingIssue, originalTransactionId: original,
-                               productId: transaction?.productId ?? renewal?.productId,
-                               gracePeriodExpiresDate: graceEnd, effectiveDate: payload.signedDate,
-                               environment: environment)
+        let fact = FactRequest.billingIssue(FactRequest.BillingIssue(
+            originalTransactionID: original, productID: transaction?.productID ?? renewal?.productID,
+            gracePeriodExpiresDate: graceEnd, effectiveDate: payload.signedDate, environment: environment))
         let access = graceEnd.map { "grace until \(RFC3339.format($0))" } ?? "billing retry without access"
         return ([fact], "\(name): renewal of \(original) failed to bill; \(access).")
     }
 
     private func expiry() -> ([FactRequest], String) {
-        guard let original = originalTransactionId else { return missingTransaction() }
+        guard let original = originalTransactionID else { return missingTransaction() }
         let end = payload.notificationType == .gracePeriodExpired
             ? renewal?.gracePeriodExpiresDate ?? transaction?.expiresDate
             : transaction?.expiresDate
         let reason = (payload.subtype?.rawValue ?? payload.notificationType.rawValue).lowercased()
-        let fact = FactRequest(type: .expiry, originalTransactionId: original,
-                               productId: transaction?.productId ?? renewal?.productId,
-                               expiresDate: end, reason: reason, environment: environment)
+        let fact = FactRequest.expiry(FactRequest.Expiry(.subscription(originalTransactionID: original, end: end),
+                                                         reason: reason, environment: environment))
         return ([fact], "\(name): \(original) expired (\(reason)).")
     }
 
@@ -183,11 +189,10 @@ private struct NotificationMapping {
         case (_, 0?): "refunded: another reason"
         default: "refunded"
         }
-        let fact = FactRequest(type: .refund, transactionId: transaction.transactionId,
-                               originalTransactionId: transaction.originalTransactionId ?? transaction.transactionId,
-                               productId: transaction.productId,
-                               revocationDate: transaction.revocationDate ?? payload.signedDate,
-                               reason: reason, environment: environment)
-        return ([fact], "\(name): transaction \(transaction.transactionId) \(reason).")
+        let fact = FactRequest.refund(FactRequest.Refund(
+            transactionID: transaction.transactionID,
+            originalTransactionID: transaction.originalTransactionID ?? transaction.transactionID,
+            revocationDate: transaction.revocationDate ?? payload.signedDate, reason: reason, environment: environment))
+        return ([fact], "\(name): transaction \(transaction.transactionID) \(reason).")
     }
 }

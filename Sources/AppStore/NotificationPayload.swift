@@ -27,38 +27,47 @@ public struct NotificationPayload: Sendable, Hashable, Codable {
 
     /// The app and environment a `RENEWAL_EXTENSION` summary is about.
     public struct Summary: Sendable, Hashable, Codable {
-        public var bundleId: String?
+        public var bundleID: String?
         public var environment: AppStoreEnvironment?
-        public var appAppleId: Int64?
-        public var productId: String?
+        public var appAppleID: Int64?
+        public var productID: String?
         public var requestIdentifier: String?
+
+        enum CodingKeys: String, CodingKey {
+            case bundleID = "bundleId", environment, appAppleID = "appAppleId", productID = "productId", requestIdentifier
+        }
     }
 
     /// The app the notification is about: `data.bundleId`, else the summary's.
-    var bundleId: String? { data?.bundleId ?? summary?.bundleId }
+    var bundleID: String? { data?.bundleID ?? summary?.bundleID }
 }
 
 /// `data` of a notification: which app, which environment, and the nested
 /// signed transaction and renewal info (each a JWS of its own).
 public struct NotificationData: Sendable, Hashable, Codable {
-    public var bundleId: String?
+    public var bundleID: String?
     public var bundleVersion: String?
     public var environment: AppStoreEnvironment?
-    public var appAppleId: Int64?
+    public var appAppleID: Int64?
     public var signedTransactionInfo: String?
     public var signedRenewalInfo: String?
     /// Subscription status (1 active, 2 expired, 3 billing retry, 4 grace, 5 revoked).
     public var status: Int?
 
-    public init(bundleId: String?, bundleVersion: String? = nil, environment: AppStoreEnvironment?, appAppleId: Int64? = nil,
+    public init(bundleID: String?, bundleVersion: String? = nil, environment: AppStoreEnvironment?, appAppleID: Int64? = nil,
                 signedTransactionInfo: String? = nil, signedRenewalInfo: String? = nil, status: Int? = nil) {
-        self.bundleId = bundleId
+        self.bundleID = bundleID
         self.bundleVersion = bundleVersion
         self.environment = environment
-        self.appAppleId = appAppleId
+        self.appAppleID = appAppleID
         self.signedTransactionInfo = signedTransactionInfo
         self.signedRenewalInfo = signedRenewalInfo
         self.status = status
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case bundleID = "bundleId", bundleVersion, environment, appAppleID = "appAppleId"
+        case signedTransactionInfo, signedRenewalInfo, status
     }
 }
 

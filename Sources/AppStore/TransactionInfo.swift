@@ -1,12 +1,13 @@
 import Foundation
 
 /// A decoded `signedTransactionInfo` (Apple's `JWSTransactionDecodedPayload`).
+/// Swift names say `ID`; the JSON keys are Apple's (`transactionId`).
 public struct TransactionInfo: Sendable, Hashable, Codable {
-    public var transactionId: String
-    public var originalTransactionId: String?
-    public var webOrderLineItemId: String?
-    public var bundleId: String?
-    public var productId: String
+    public var transactionID: String
+    public var originalTransactionID: String?
+    public var webOrderLineItemID: String?
+    public var bundleID: String?
+    public var productID: String
     public var subscriptionGroupIdentifier: String?
     public var purchaseDate: Date
     public var originalPurchaseDate: Date?
@@ -28,14 +29,14 @@ public struct TransactionInfo: Sendable, Hashable, Codable {
     public var currency: String?
     public var price: Int64?
 
-    public init(transactionId: String, originalTransactionId: String? = nil, bundleId: String?, productId: String,
+    public init(transactionID: String, originalTransactionID: String? = nil, bundleID: String?, productID: String,
                 purchaseDate: Date, originalPurchaseDate: Date? = nil, expiresDate: Date? = nil, quantity: Int? = 1,
                 type: ProductType?, appAccountToken: String? = nil, signedDate: Date, revocationReason: Int? = nil,
                 revocationDate: Date? = nil, offerType: Int? = nil, environment: AppStoreEnvironment?) {
-        self.transactionId = transactionId
-        self.originalTransactionId = originalTransactionId
-        self.bundleId = bundleId
-        self.productId = productId
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.bundleID = bundleID
+        self.productID = productID
         self.purchaseDate = purchaseDate
         self.originalPurchaseDate = originalPurchaseDate
         self.expiresDate = expiresDate
@@ -47,6 +48,14 @@ public struct TransactionInfo: Sendable, Hashable, Codable {
         self.revocationDate = revocationDate
         self.offerType = offerType
         self.environment = environment
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case transactionID = "transactionId", originalTransactionID = "originalTransactionId"
+        case webOrderLineItemID = "webOrderLineItemId", bundleID = "bundleId", productID = "productId"
+        case subscriptionGroupIdentifier, purchaseDate, originalPurchaseDate, expiresDate, quantity, type, appAccountToken
+        case inAppOwnershipType, signedDate, revocationReason, revocationDate, isUpgraded, offerType, offerIdentifier
+        case environment, storefront, transactionReason, currency, price
     }
 
     /// Apple's `type` of the product bought.
@@ -64,9 +73,9 @@ public struct TransactionInfo: Sendable, Hashable, Codable {
 /// A decoded `signedRenewalInfo` (Apple's `JWSRenewalInfoDecodedPayload`).
 /// It carries no bundle id; the notification around it does.
 public struct RenewalInfo: Sendable, Hashable, Codable {
-    public var originalTransactionId: String?
-    public var productId: String?
-    public var autoRenewProductId: String?
+    public var originalTransactionID: String?
+    public var productID: String?
+    public var autoRenewProductID: String?
     /// 1 on, 0 off.
     public var autoRenewStatus: Int?
     public var expirationIntent: Int?
@@ -80,13 +89,13 @@ public struct RenewalInfo: Sendable, Hashable, Codable {
     public var signedDate: Date
     public var environment: AppStoreEnvironment?
 
-    public init(originalTransactionId: String?, productId: String? = nil, autoRenewProductId: String? = nil,
+    public init(originalTransactionID: String?, productID: String? = nil, autoRenewProductID: String? = nil,
                 autoRenewStatus: Int? = 1, expirationIntent: Int? = nil, gracePeriodExpiresDate: Date? = nil,
                 isInBillingRetryPeriod: Bool? = nil, renewalDate: Date? = nil, signedDate: Date,
                 environment: AppStoreEnvironment?) {
-        self.originalTransactionId = originalTransactionId
-        self.productId = productId
-        self.autoRenewProductId = autoRenewProductId
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.autoRenewProductID = autoRenewProductID
         self.autoRenewStatus = autoRenewStatus
         self.expirationIntent = expirationIntent
         self.gracePeriodExpiresDate = gracePeriodExpiresDate
@@ -94,6 +103,13 @@ public struct RenewalInfo: Sendable, Hashable, Codable {
         self.renewalDate = renewalDate
         self.signedDate = signedDate
         self.environment = environment
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case originalTransactionID = "originalTransactionId", productID = "productId"
+        case autoRenewProductID = "autoRenewProductId"
+        case autoRenewStatus, expirationIntent, gracePeriodExpiresDate, isInBillingRetryPeriod, offerType, offerIdentifier
+        case priceIncreaseStatus, renewalDate, recentSubscriptionStartDate, signedDate, environment
     }
 
     /// `autoRenewStatus` as a flag, when present.

@@ -119,7 +119,7 @@ public struct TestAppStore: Sendable {
                             transaction: TransactionInfo? = nil, renewal: RenewalInfo? = nil,
                             bundleID: String = TestAppStore.bundleID, environment: AppStoreEnvironment = .sandbox,
                             signedDate: Date = TestAppStore.signedDate, uuid: String = UUID().uuidString.lowercased()) throws -> String {
-        let data = NotificationData(bundleId: bundleID, bundleVersion: "1", environment: environment, appAppleId: 1234,
+        let data = NotificationData(bundleID: bundleID, bundleVersion: "1", environment: environment, appAppleID: 1234,
                                     signedTransactionInfo: try transaction.map { try sign($0) },
                                     signedRenewalInfo: try renewal.map { try sign($0) },
                                     status: 1)
@@ -137,23 +137,23 @@ public struct TestAppStore: Sendable {
     public static let signedDate = date("2025-03-01T12:00:00Z")
     public static let subscriberID = "6F1C3B8E-2A44-4C1B-9E0D-5B7A1C2D3E4F"
 
-    public static func subscription(transactionId: String = "2000000000000002", originalTransactionId: String = "2000000000000001",
-                             productId: String = "com.example.pro.monthly",
+    public static func subscription(transactionID: String = "2000000000000002", originalTransactionID: String = "2000000000000001",
+                             productID: String = "com.example.pro.monthly",
                              purchaseDate: Date = date("2025-03-01T11:59:00Z"),
                              expiresDate: Date = date("2025-04-01T11:59:00Z"),
                              revocationDate: Date? = nil, revocationReason: Int? = nil,
-                             bundleId: String = bundleID) -> TransactionInfo {
-        TransactionInfo(transactionId: transactionId, originalTransactionId: originalTransactionId, bundleId: bundleId,
-                        productId: productId, purchaseDate: purchaseDate, originalPurchaseDate: date("2025-01-01T11:59:00Z"),
+                             bundleID: String = TestAppStore.bundleID) -> TransactionInfo {
+        TransactionInfo(transactionID: transactionID, originalTransactionID: originalTransactionID, bundleID: bundleID,
+                        productID: productID, purchaseDate: purchaseDate, originalPurchaseDate: date("2025-01-01T11:59:00Z"),
                         expiresDate: expiresDate, quantity: 1, type: .autoRenewable, appAccountToken: subscriberID,
                         signedDate: signedDate, revocationReason: revocationReason, revocationDate: revocationDate,
                         environment: .sandbox)
     }
 
     public static func renewalInfo(autoRenew: Bool = true, gracePeriodExpiresDate: Date? = nil,
-                            originalTransactionId: String = "2000000000000001") -> RenewalInfo {
-        RenewalInfo(originalTransactionId: originalTransactionId, productId: "com.example.pro.monthly",
-                    autoRenewProductId: "com.example.pro.monthly", autoRenewStatus: autoRenew ? 1 : 0,
+                            originalTransactionID: String = "2000000000000001") -> RenewalInfo {
+        RenewalInfo(originalTransactionID: originalTransactionID, productID: "com.example.pro.monthly",
+                    autoRenewProductID: "com.example.pro.monthly", autoRenewStatus: autoRenew ? 1 : 0,
                     gracePeriodExpiresDate: gracePeriodExpiresDate, isInBillingRetryPeriod: gracePeriodExpiresDate != nil,
                     renewalDate: date("2025-04-01T11:59:00Z"), signedDate: signedDate, environment: .sandbox)
     }

@@ -95,8 +95,11 @@ public struct Catalog: Sendable, Equatable {
         var version = 1
         switch object["version"] {
         case nil, .null?: break
-        case .number(let number)? where number.rounded() == number && abs(number) < 1e9: version = Int(number)
-        case let other?: throw CatalogError(productID: nil, message: "\"version\" must be an integer, got \(other.kindDescription)")
+        case let value?:
+            guard let number = value.wholeNumber, abs(number) < 1_000_000_000 else {
+                throw CatalogError(productID: nil, message: "\"version\" must be an integer, got \(value.kindDescription)")
+            }
+            version = Int(number)
         }
         guard case .array(let entries)? = object["products"] else {
             throw CatalogError(productID: nil, message: "\"products\" must be an array of products")

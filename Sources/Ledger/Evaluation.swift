@@ -69,27 +69,27 @@ struct Evaluation {
         self.at = at
         for record in ledger.transactions.values where record.visibleFrom <= at {
             let fact = record.fact
-            guard ledger.owns(fact.originalTransactionId, at: at) else { continue }
-            let product = catalog.product(id: fact.productId)
+            guard ledger.owns(fact.originalTransactionID, at: at) else { continue }
+            let product = catalog.product(id: fact.productID)
             guard let type = fact.productType ?? product?.type else { continue }
-            let refund = ledger.refunds[fact.transactionId].flatMap { refund in
-                refund.date <= at && !ledger.isRefundReversed(fact.transactionId, refund: refund, at: at) ? refund : nil
+            let refund = ledger.refunds[fact.transactionID].flatMap { refund in
+                refund.date <= at && !ledger.isRefundReversed(fact.transactionID, refund: refund, at: at) ? refund : nil
             }
             var extended = fact
-            if type == .autoRenewable { extended.expiresDate = ledger.expiresDate(ofTransaction: fact.transactionId, at: at) }
+            if type == .autoRenewable { extended.expiresDate = ledger.expiresDate(ofTransaction: fact.transactionID, at: at) }
             transactions.append(Transaction(
                 fact: extended, position: record.position, type: type,
-                group: fact.group ?? product?.group ?? fact.productId,
+                group: fact.group ?? product?.group ?? fact.productID,
                 duration: fact.duration ?? product?.duration, refund: refund))
         }
-        transactions.sort { ($0.fact.purchaseDate, $0.position, $0.fact.transactionId) < ($1.fact.purchaseDate, $1.position, $1.fact.transactionId) }
+        transactions.sort { ($0.fact.purchaseDate, $0.position, $0.fact.transactionID) < ($1.fact.purchaseDate, $1.position, $1.fact.transactionID) }
         evaluateAutoRenewables(ledger: ledger)
         evaluateNonRenewing()
         evaluateGrants(catalog: catalog)
     }
 
     private mutating func evaluateAutoRenewables(ledger: SubscriberLedger) {
-        let byOriginal = Dictionary(grouping: transactions.filter { $0.type == .autoRenewable }) { $0.fact.originalTransactionId }
+        let byOriginal = Dictionary(grouping: transactions.filter { $0.type == .autoRenewable }) { $0.fact.originalTransactionID }
         for (original, chain) in byOriginal {
             let latest = chain.last!  // transactions are sorted by purchase date
             var positions = chain.map(\.position)
@@ -132,7 +132,7 @@ struct Evaluation {
                 autoRenew: autoRenewSignal?.value ?? true, expiredByStore: expiredByStore,
                 positions: Array(Set(positions)).sorted()))
         }
-        autoRenewables.sort { ($0.group, $0.latest.fact.originalTransactionId) < ($1.group, $1.latest.fact.originalTransactionId) }
+        autoRenewables.sort { ($0.group, $0.latest.fact.originalTransactionID) < ($1.group, $1.latest.fact.originalTransactionID) }
     }
 
     /// Periods stack in purchase order: start = max(purchase date, previous
@@ -149,9 +149,9 @@ struct Evaluation {
                 }
                 guard let duration = transaction.duration else { continue }
                 let start = max(transaction.fact.purchaseDate, periods.last?.end ?? transaction.fact.purchaseDate)
-                periods.append(Period(group: group, productID: transaction.fact.productId,
-                                      transactionID: transaction.fact.transactionId,
-                                      originalTransactionID: transaction.fact.originalTransactionId,
+                periods.append(Period(group: group, productID: transaction.fact.productID,
+                                      transactionID: transaction.fact.transactionID,
+                                      originalTransactionID: transaction.fact.originalTransactionID,
                                       start: start, end: duration.added(to: start), position: transaction.position))
             }
             var covering: Period?
@@ -173,48 +173,48 @@ struct Evaluation {
         }
         for transaction in transactions where transaction.type == .nonConsumable || transaction.type == .free {
             let fact = transaction.fact
-            for entitlement in entitlements(fact.productId) {
+            for entitlement in entitlements(fact.productID) {
                 if let refund = transaction.refund {
-                    grants.append(Grant(entitlement: entitlement, productID: fact.productId, source: fact.transactionId,
+                    grants.append(Grant(entitlement: entitlement, productID: fact.productID, source: fact.transactionID,
                                         active: false, end: refund.date,
-                                        reason: "\(transaction.type.rawValue) \(fact.productId) (transaction \(fact.transactionId)) was refunded at \(RFC3339.format(refund.date))",
+                                        reason: "\(transaction.type.rawValue) \(fact.productID) (transaction \(fact.transactionID)) was refunded at \(RFC3339.format(refund.date))",
                                         positions: [transaction.position, refund.position]))
                 } else {
-                    grants.append(Grant(entitlement: entitlement, productID: fact.productId, source: fact.transactionId,
+                    grants.append(Grant(entitlement: entitlement, productID: fact.productID, source: fact.transactionID,
                                         active: true, end: nil,
-                                        reason: "\(transaction.type.rawValue) \(fact.productId) was purchased at \(RFC3339.format(fact.purchaseDate)) (transaction \(fact.transactionId)) and never expires",
+                                        reason: "\(transaction.type.rawValue) \(fact.productID) was purchased at \(RFC3339.format(fact.purchaseDate)) (transaction \(fact.transactionID)) and never expires",
                                         positions: [transaction.position]))
                 }
             }
         }
         for subscription in autoRenewables {
             let fact = subscription.latest.fact
-            let original = "original transaction \(fact.originalTransactionId), latest transaction \(fact.transactionId)"
+            let original = "original transaction \(fact.originalTransactionID), latest transaction \(fact.transactionID)"
             let grant: (Bool, Date?, String)
             switch subscription.status {
             case .active:
-                grant = (true, subscription.end, "auto-renewable \(fact.productId) (\(original)) is paid until \(RFC3339.format(subscription.end))"
+                grant = (true, subscription.end, "auto-renewable \(fact.productID) (\(original)) is paid until \(RFC3339.format(subscription.end))"
                          + (subscription.autoRenew ? " and renews" : "; auto-renew is off, so access ends then"))
             case .grace:
-                grant = (true, subscription.graceEnd, "auto-renewable \(fact.productId) (\(original)) expired at \(RFC3339.format(subscription.end)) but is in its billing grace period until \(RFC3339.format(subscription.graceEnd!))")
+                grant = (true, subscription.graceEnd, "auto-renewable \(fact.productID) (\(original)) expired at \(RFC3339.format(subscription.end)) but is in its billing grace period until \(RFC3339.format(subscription.graceEnd!))")
             case .expired:
-                var why = "auto-renewable \(fact.productId) (\(original)) expired at \(RFC3339.format(subscription.end))"
+                var why = "auto-renewable \(fact.productID) (\(original)) expired at \(RFC3339.format(subscription.end))"
                 if subscription.expiredByStore != nil { why += " as the App Store reported" }
                 if let graceEnd = subscription.graceEnd { why += "; its grace period ended at \(RFC3339.format(graceEnd))" }
                 grant = (false, subscription.graceEnd.map { max($0, subscription.end) } ?? subscription.end, why)
             case .revoked:
                 let revokedAt = subscription.latest.revokedAt!
-                grant = (false, revokedAt, "auto-renewable \(fact.productId) (\(original)) was refunded; access ended at \(RFC3339.format(revokedAt))")
+                grant = (false, revokedAt, "auto-renewable \(fact.productID) (\(original)) was refunded; access ended at \(RFC3339.format(revokedAt))")
             }
-            for entitlement in entitlements(fact.productId) {
-                grants.append(Grant(entitlement: entitlement, productID: fact.productId, source: fact.transactionId,
+            for entitlement in entitlements(fact.productID) {
+                grants.append(Grant(entitlement: entitlement, productID: fact.productID, source: fact.transactionID,
                                     active: grant.0, end: grant.1, reason: grant.2, positions: subscription.positions))
             }
         }
         for group in nonRenewingGroups {
             let positions = (group.periods.map(\.position) + group.refunded.flatMap { [$0.position, $0.refund!.position] }).sorted()
             let refundNote = group.refunded.isEmpty ? "" :
-                "; refunded and without a period: " + group.refunded.map { "transaction \($0.fact.transactionId) at \(RFC3339.format($0.refund!.date))" }.joined(separator: ", ")
+                "; refunded and without a period: " + group.refunded.map { "transaction \($0.fact.transactionID) at \(RFC3339.format($0.refund!.date))" }.joined(separator: ", ")
             if let covering = group.covering, let until = group.coveredUntil {
                 let why = "non-renewing \(covering.productID) (transaction \(covering.transactionID)) covers \(RFC3339.format(covering.start)) to \(RFC3339.format(covering.end)); group '\(group.group)' is covered until \(RFC3339.format(until)) by \(group.periods.count) stacked period(s)" + refundNote
                 for entitlement in entitlements(covering.productID) {
@@ -229,8 +229,8 @@ struct Evaluation {
                 }
             } else if let refunded = group.refunded.last {
                 let why = "non-renewing group '\(group.group)' has no period left" + refundNote
-                for entitlement in entitlements(refunded.fact.productId) {
-                    grants.append(Grant(entitlement: entitlement, productID: refunded.fact.productId, source: refunded.fact.transactionId,
+                for entitlement in entitlements(refunded.fact.productID) {
+                    grants.append(Grant(entitlement: entitlement, productID: refunded.fact.productID, source: refunded.fact.transactionID,
                                         active: false, end: refunded.revokedAt, reason: why, positions: positions))
                 }
             }

@@ -1,7 +1,8 @@
 import Foundation
 
 /// Why each entitlement a subscriber has or had is or is not active at an
-/// instant, in words and with the facts behind it.
+/// instant, in words and with the facts behind it. Encode with
+/// `LedgerJSON.makeEncoder()` (RFC 3339 dates).
 public struct Explanation: Sendable, Equatable, Encodable {
     public struct Entitlement: Sendable, Equatable, Encodable {
         public var id: String
@@ -11,14 +12,18 @@ public struct Explanation: Sendable, Equatable, Encodable {
         /// Stream positions of the events behind it, ascending.
         public var positions: [Int64]
         /// Transactions behind it, sorted.
-        public var transactionIds: [String]
+        public var transactionIDs: [String]
+
+        enum CodingKeys: String, CodingKey { case id, active, reasons, positions, transactionIDs = "transactionIds" }
     }
 
-    public var subscriberId: String
-    public var at: String
+    public var subscriberID: String
+    public var at: Date
     public var entitlements: [Entitlement]
     /// Catalog entitlements the subscriber never had.
     public var neverGranted: [String]
+
+    enum CodingKeys: String, CodingKey { case subscriberID = "subscriberId", at, entitlements, neverGranted }
 }
 
 /// Explains `history` at `at`.
@@ -32,10 +37,10 @@ public func explain(subscriberID: String, history: [RecordedLedgerEvent], catalo
             id: id, active: chosen.active,
             reasons: [verdict + chosen.reason] + others.map { "Also: " + $0.reason },
             positions: Array(Set(all.flatMap(\.positions))).sorted(),
-            transactionIds: Array(Set(all.map(\.source))).sorted())
+            transactionIDs: Array(Set(all.map(\.source))).sorted())
     }
     let granted = Set(entitlements.map(\.id))
-    return Explanation(subscriberId: subscriberID, at: RFC3339.format(at), entitlements: entitlements,
+    return Explanation(subscriberID: subscriberID, at: at, entitlements: entitlements,
                        neverGranted: catalog.entitlementIDs.filter { !granted.contains($0) })
 }
 

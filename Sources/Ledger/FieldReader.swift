@@ -26,33 +26,51 @@ struct FieldReader {
         }
     }
 
+    /// A name out of a fixed list (`type`), checked by the caller.
     func string(_ key: String, maxLength: Int = 256) throws(LedgerError) -> String? {
         guard let value = value(key) else { return nil }
-        guard case .string(let text) = value, !text.isEmpty, text.count <= maxLength else {
-            throw .invalidField(name(key), expected: "a non-empty string of at most \(maxLength) characters",
+        guard case .string(let text) = value, !text.isEmpty, text.utf8.count <= maxLength else {
+            throw .invalidField(name(key), expected: "a non-empty string of at most \(maxLength) bytes",
                                 got: value.kindDescription == "a string" ? "an empty or too long string" : value.kindDescription)
         }
         return text
     }
 
-    func requiredString(_ key: String, for purpose: String) throws(LedgerError) -> String {
-        guard let text = try string(key) else { throw .missingField(name(key), purpose) }
+    /// An identifier (`transactionId`, `productId`, `deviceId`...): 1–200
+    /// bytes of UTF-8 without control characters, returned in NFC
+    /// (`InputLimits`).
+    func identifier(_ key: String) throws(LedgerError) -> String? {
+        guard let value = value(key) else { return nil }
+        guard case .string(let text) = value else {
+            throw .invalidField(name(key), expected: "a string of 1 to 200 bytes of UTF-8 without control characters",
+                                got: value.kindDescription)
+        }
+        return try InputLimits.identifier(text, field: name(key))
+    }
+
+    func requiredIdentifier(_ key: String, for purpose: String) throws(LedgerError) -> String {
+        guard let text = try identifier(key) else { throw .missingField(name(key), purpose) }
         return text
     }
 
+    /// Free text (`reason`): at most 1000 bytes of UTF-8 without NUL.
+    func text(_ key: String) throws(LedgerError) -> String? {
+        guard let value = value(key) else { return nil }
+        guard case .string(let text) = value else {
+            throw .invalidField(name(key), expected: "a string of at most 1000 bytes", got: value.kindDescription)
+        }
+        try InputLimits.checkFreeText(text, field: name(key))
+        return text
+    }
+
+    /// An RFC 3339 date-time with an offset, in the range `InputLimits` accepts.
     func date(_ key: String) throws(LedgerError) -> Date? {
         guard let value = value(key) else { return nil }
         guard case .string(let text) = value else {
-            throw .invalidField(name(key), expected: "an RFC 3339 date-time string such as \"2024-01-31T12:00:00Z\" (years 1970 to 9999)",
+            throw .invalidField(name(key), expected: "an RFC 3339 date-time string such as \"2024-01-31T12:00:00Z\" \(InputLimits.rangeDescription)",
                                 got: value.kindDescription)
         }
-        // Facts before 1970 do not exist in the App Store; refusing them also
-        // keeps every stored date inside what PostgreSQL can hold.
-        guard let date = RFC3339.parse(text), date.timeIntervalSince1970 >= 0 else {
-            throw .invalidField(name(key), expected: "an RFC 3339 date-time such as \"2024-01-31T12:00:00Z\" (years 1970 to 9999)",
-                                got: "\"\(text.prefix(64))\"")
-        }
-        return date
+        return try InputLimits.instant(parsing: text, field: name(key))
     }
 
     func requiredDate(_ key: String, for purpose: String) throws(LedgerError) -> Date {
@@ -70,7 +88,7 @@ struct FieldReader {
 
     func positiveInteger(_ key: String, max: Int) throws(LedgerError) -> Int? {
         guard let value = value(key) else { return nil }
-        guard case .number(let number) = value, number.rounded() == number, number >= 1, number <= Double(max) else {
+        guard let number = value.wholeNumber, number >= 1, number <= Int64(max) else {
             throw .invalidField(name(key), expected: "an integer from 1 to \(max)", got: value.kindDescription)
         }
         return Int(number)

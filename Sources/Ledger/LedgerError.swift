@@ -1,26 +1,16 @@
-/// A request the ledger refuses, with what the HTTP edge needs to answer it:
-/// `{"error": {"code", "message", "field"}}` with the status of `kind`.
+/// A request the ledger refuses: `{"error": {"code", "message", "field"}}`,
+/// with a `kind` the edge maps to its own status (HTTP: 400, 409, 422, 404).
 public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// How the refusal maps to HTTP.
+    /// What sort of refusal it is.
     public enum Kind: Sendable, Equatable {
-        /// 400: bad JSON or a bad field.
+        /// Bad JSON or a bad field (HTTP 400).
         case badRequest
-        /// 409: conflicts with what is recorded (e.g. owned by another subscriber).
+        /// Conflicts with what is recorded, e.g. owned by another subscriber (HTTP 409).
         case conflict
-        /// 422: well-formed but against a rule (`unknown_product`, `not_restorable`, ...).
+        /// Well-formed but against a rule: `unknown_product`, `not_restorable`, ... (HTTP 422).
         case rule
-        /// 404: names a transaction or subscriber the ledger does not know.
+        /// Names a transaction or subscriber the ledger does not know (HTTP 404).
         case notFound
-
-        /// The HTTP status code for this kind.
-        public var httpStatus: Int {
-            switch self {
-            case .badRequest: 400
-            case .conflict: 409
-            case .rule: 422
-            case .notFound: 404
-            }
-        }
     }
 
     public var kind: Kind

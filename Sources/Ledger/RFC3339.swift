@@ -4,8 +4,11 @@ import Foundation
 ///
 /// Parsing accepts fractional seconds and numeric offsets; formatting always
 /// writes UTC with `Z`, with milliseconds only when they are not zero. Times
-/// are kept to the millisecond, so `parse(format(date)) == date` for any date
-/// that came from `parse`.
+/// are kept to the millisecond, and `parse` accepts only instants `format`
+/// can write with a four-digit year (0001-01-01T00:00:00Z to
+/// 9999-12-31T23:59:59.999Z once the offset and rounding are applied), so
+/// `parse(format(date)) == date` for any date that came from `parse`. What
+/// requests may carry is narrower: see `InputLimits`.
 public enum RFC3339 {
     /// Parses `2024-01-31T12:00:00Z`, `2024-01-31T12:00:00.250+02:00`, ...
     public static func parse(_ text: String) -> Date? {
@@ -74,13 +77,18 @@ public enum RFC3339 {
 
         let days = CivilDate.daysFromCivil(year: year, month: month, day: day)
         let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
-        // An offset must not carry 0001-01-01 back into year 0, which PostgreSQL cannot store.
-        guard seconds >= Self.firstInstantOfYearOne else { return nil }
-        return date(milliseconds: seconds * 1000 + Int64(milliseconds))
+        let total = seconds * 1000 + Int64(milliseconds)
+        // An offset (or rounding) must not carry the instant into year 0, which
+        // PostgreSQL cannot store, nor into year 10000, which `format` writes
+        // with five digits that `parse` cannot read back.
+        guard total >= Self.firstInstantOfYearOne * 1000, total < Self.firstInstantOfYear10000 * 1000 else { return nil }
+        return date(milliseconds: total)
     }
 
     /// 0001-01-01T00:00:00Z in seconds since 1970.
     static let firstInstantOfYearOne = Int64(CivilDate.daysFromCivil(year: 1, month: 1, day: 1)) * 86_400
+    /// 10000-01-01T00:00:00Z in seconds since 1970.
+    static let firstInstantOfYear10000 = Int64(CivilDate.daysFromCivil(year: 10_000, month: 1, day: 1)) * 86_400
 
     /// Formats as UTC: `2024-01-31T12:00:00Z` or `2024-01-31T12:00:00.250Z`.
     public static func format(_ date: Date) -> String {

@@ -13,10 +13,10 @@ public enum ReminderType: String, Sendable, Hashable, Codable {
 /// auto-renewable whose auto-renew is off.
 public struct CoverageEnd: Sendable, Hashable {
     public var group: String
-    public var productId: String
+    public var productID: String
     public var type: ProductType
     /// Auto-renewable: its original transaction; non-renewing: the last period's.
-    public var originalTransactionId: String
+    public var originalTransactionID: String
     public var end: Date
 }
 
@@ -27,20 +27,20 @@ public struct DesiredReminder: Sendable, Hashable, Encodable {
     /// Stable: the same subscriber, group, end and lead give the same id.
     public var id: String
     public var type: ReminderType
-    public var subscriberId: String
+    public var subscriberID: String
     public var group: String
-    public var productId: String
+    public var productID: String
     public var expiresAt: Date
     public var lead: ISODuration
     public var dueAt: Date
 
-    public init(id: String, type: ReminderType, subscriberId: String, group: String, productId: String,
+    public init(id: String, type: ReminderType, subscriberID: String, group: String, productID: String,
                 expiresAt: Date, lead: ISODuration, dueAt: Date) {
         self.id = id
         self.type = type
-        self.subscriberId = subscriberId
+        self.subscriberID = subscriberID
         self.group = group
-        self.productId = productId
+        self.productID = productID
         self.expiresAt = expiresAt
         self.lead = lead
         self.dueAt = dueAt
@@ -50,6 +50,10 @@ public struct DesiredReminder: Sendable, Hashable, Encodable {
     /// "expiresAt", "lead", "dueAt"}` with RFC 3339 dates.
     public func webhookBody() throws -> Data {
         try LedgerJSON.makeEncoder().encode(self)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, type, subscriberID = "subscriberId", group, productID = "productId", expiresAt, lead, dueAt
     }
 }
 
@@ -62,15 +66,15 @@ public enum Coverage {
         var ends: [CoverageEnd] = []
         for group in evaluation.nonRenewingGroups {
             guard let last = group.periods.last else { continue }
-            ends.append(CoverageEnd(group: group.group, productId: last.productID, type: .nonRenewing,
-                                    originalTransactionId: last.originalTransactionID, end: last.end))
+            ends.append(CoverageEnd(group: group.group, productID: last.productID, type: .nonRenewing,
+                                    originalTransactionID: last.originalTransactionID, end: last.end))
         }
         for subscription in evaluation.autoRenewables where !subscription.autoRenew && subscription.status != .revoked {
             let fact = subscription.latest.fact
-            ends.append(CoverageEnd(group: subscription.group, productId: fact.productId, type: .autoRenewable,
-                                    originalTransactionId: fact.originalTransactionId, end: subscription.end))
+            ends.append(CoverageEnd(group: subscription.group, productID: fact.productID, type: .autoRenewable,
+                                    originalTransactionID: fact.originalTransactionID, end: subscription.end))
         }
-        return ends.sorted { ($0.group, $0.originalTransactionId) < ($1.group, $1.originalTransactionId) }
+        return ends.sorted { ($0.group, $0.originalTransactionID) < ($1.group, $1.originalTransactionID) }
     }
 
     /// As `ends(of:catalog:now:)`, from a history.
@@ -84,11 +88,14 @@ public enum Coverage {
     public static func desiredReminders(of ledger: SubscriberLedger, catalog: Catalog, now: Date) -> [DesiredReminder] {
         var reminders: [DesiredReminder] = []
         for end in ends(of: ledger, catalog: catalog, now: now) {
-            for lead in catalog.product(id: end.productId)?.reminders ?? [] {
+            // The Decider refuses facts that would need a reminder outside the
+            // range; one from an older history is never scheduled.
+            for lead in catalog.product(id: end.productID)?.reminders ?? []
+            where InputLimits.contains(end.end) && InputLimits.contains(lead.subtracted(from: end.end)) {
                 reminders.append(DesiredReminder(
                     id: reminderID(subscriberID: ledger.subscriberID, group: end.group, end: end.end, lead: lead),
-                    type: lead.isZero ? .expiryPrompt : .renewalReminder, subscriberId: ledger.subscriberID,
-                    group: end.group, productId: end.productId, expiresAt: end.end, lead: lead,
+                    type: lead.isZero ? .expiryPrompt : .renewalReminder, subscriberID: ledger.subscriberID,
+                    group: end.group, productID: end.productID, expiresAt: end.end, lead: lead,
                     dueAt: lead.subtracted(from: end.end)))
             }
         }
@@ -117,9 +124,9 @@ public enum Coverage {
                 let isRunEnd = index == group.periods.count - 1 || group.periods[index + 1].start != period.end
                 guard isRunEnd else { continue }
                 let event = LedgerEvent.expired(ExpiryFact(
-                    originalTransactionId: nil, group: group.group, productId: period.productID, expiresDate: period.end,
+                    originalTransactionID: nil, group: group.group, productID: period.productID, expiresDate: period.end,
                     reason: "coverage_ended", source: FactSource.subledger))
-                if let key = event.idempotencyKey, !ledger.keys.contains(key) { events.append(event) }
+                if let key = event.idempotencyKey, ledger.position(ofKey: key) == nil { events.append(event) }
             }
         }
         return events
@@ -128,21 +135,5 @@ public enum Coverage {
     /// As `dueExpiries(of:catalog:now:)`, from a history.
     public static func dueExpiries(history: [RecordedLedgerEvent], subscriberID: String, catalog: Catalog, now: Date) -> [LedgerEvent] {
         dueExpiries(of: SubscriberLedger(subscriberID: subscriberID, events: history), catalog: catalog, now: now)
-    }
-}
-
-extension DesiredReminder {
-    enum CodingKeys: String, CodingKey { case id, type, subscriberId, group, productId, expiresAt, lead, dueAt }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(type, forKey: .type)
-        try container.encode(subscriberId, forKey: .subscriberId)
-        try container.encode(group, forKey: .group)
-        try container.encode(productId, forKey: .productId)
-        try container.encode(RFC3339.format(expiresAt), forKey: .expiresAt)
-        try container.encode(lead, forKey: .lead)
-        try container.encode(RFC3339.format(dueAt), forKey: .dueAt)
     }
 }

@@ -24,8 +24,9 @@ public struct SubscriberLedger: Sendable, Equatable {
     public let subscriberID: String
     /// The position of the last event applied (0 before any).
     public private(set) var lastPosition: Int64 = 0
-    /// Idempotency keys of every event applied.
-    public private(set) var keys: Set<String> = []
+    /// The idempotency key of every event applied, with the position of the
+    /// event that first carried it.
+    private var keyPositions: [String: Int64] = [:]
     var transactions: [String: TransactionRecord] = [:]
     var refunds: [String: Dated<RefundFact>] = [:]
     var refundReversals: [String: Dated<RefundReversal>] = [:]
@@ -56,54 +57,55 @@ public struct SubscriberLedger: Sendable, Equatable {
         lastPosition = max(lastPosition, recorded.position)
         let event = recorded.event
         if let key = event.idempotencyKey {
-            guard keys.insert(key).inserted else { return }
+            guard keyPositions[key] == nil else { return }
+            keyPositions[key] = recorded.position
         }
         let position = recorded.position
         switch event {
         case .purchased(let fact), .renewed(let fact):
-            if let deviceID = fact.deviceId { seeDevice(deviceID, at: fact.purchaseDate, position: position) }
+            if let deviceID = fact.deviceID { seeDevice(deviceID, at: fact.purchaseDate, position: position) }
             record(fact, position: position, visibleFrom: fact.purchaseDate)
         case .restored(let fact):
             // The restoring device arrives as its own `device_seen`, dated when it was seen.
             record(fact, position: position, visibleFrom: fact.purchaseDate)
         case .transferredIn(let transfer):
-            ownership[transfer.originalTransactionId, default: []].append(Dated(date: transfer.date, position: position, value: true))
+            ownership[transfer.originalTransactionID, default: []].append(Dated(date: transfer.date, position: position, value: true))
             if let fact = transfer.transaction {
                 record(fact, position: position, visibleFrom: max(fact.purchaseDate, transfer.date))
             }
         case .transferredOut(let transfer):
-            ownership[transfer.originalTransactionId, default: []].append(Dated(date: transfer.date, position: position, value: false))
+            ownership[transfer.originalTransactionID, default: []].append(Dated(date: transfer.date, position: position, value: false))
         case .refunded(let refund):
-            if let existing = refunds[refund.transactionId], existing.date <= refund.revocationDate { break }
-            refunds[refund.transactionId] = Dated(date: refund.revocationDate, position: position, value: refund)
+            if let existing = refunds[refund.transactionID], existing.date <= refund.revocationDate { break }
+            refunds[refund.transactionID] = Dated(date: refund.revocationDate, position: position, value: refund)
         case .refundReversed(let reversal):
-            if let existing = refundReversals[reversal.transactionId], existing.date >= reversal.date { break }
-            refundReversals[reversal.transactionId] = Dated(date: reversal.date, position: position, value: reversal)
+            if let existing = refundReversals[reversal.transactionID], existing.date >= reversal.date { break }
+            refundReversals[reversal.transactionID] = Dated(date: reversal.date, position: position, value: reversal)
         case .renewalExtended(let renewalExtension):
-            extensions[renewalExtension.transactionId, default: []]
+            extensions[renewalExtension.transactionID, default: []]
                 .append(Dated(date: renewalExtension.effectiveDate, position: position, value: renewalExtension.expiresDate))
         case .expired(let expiry):
-            if let original = expiry.originalTransactionId {
+            if let original = expiry.originalTransactionID {
                 storeExpiries[original, default: []].append(Dated(date: expiry.expiresDate, position: position, value: expiry))
             }
         case .autoRenewChanged(let change):
-            autoRenewChanges[change.originalTransactionId, default: []]
+            autoRenewChanges[change.originalTransactionID, default: []]
                 .append(Dated(date: change.effectiveDate, position: position, value: change.autoRenew))
         case .billingIssue(let issue):
-            billingIssues[issue.originalTransactionId, default: []]
+            billingIssues[issue.originalTransactionID, default: []]
                 .append(Dated(date: issue.effectiveDate, position: position, value: issue))
         case .deviceSeen(let device):
-            seeDevice(device.deviceId, at: device.date, position: position)
+            seeDevice(device.deviceID, at: device.date, position: position)
         case .reminderSent(let delivery):
-            remindersSent[delivery.reminderId] = Dated(date: delivery.date, position: position, value: delivery)
+            remindersSent[delivery.reminderID] = Dated(date: delivery.date, position: position, value: delivery)
         case .reminderFailed, .unknown:
             break
         }
     }
 
     private mutating func record(_ fact: TransactionFact, position: Int64, visibleFrom: Date) {
-        if transactions[fact.transactionId] == nil {
-            transactions[fact.transactionId] = TransactionRecord(fact: fact, position: position, visibleFrom: visibleFrom)
+        if transactions[fact.transactionID] == nil {
+            transactions[fact.transactionID] = TransactionRecord(fact: fact, position: position, visibleFrom: visibleFrom)
         }
     }
 
@@ -121,7 +123,7 @@ public struct SubscriberLedger: Sendable, Equatable {
     /// Whether any fact of this original transaction was ever recorded here.
     public func knows(originalTransactionID: String) -> Bool {
         ownership[originalTransactionID] != nil
-            || transactions.values.contains { $0.fact.originalTransactionId == originalTransactionID }
+            || transactions.values.contains { $0.fact.originalTransactionID == originalTransactionID }
     }
 
     /// Whether the subscriber currently holds the original transaction: known
@@ -134,6 +136,25 @@ public struct SubscriberLedger: Sendable, Equatable {
     /// Whether `transactionID` was recorded here (purchase, renewal, restore, transfer).
     public func knows(transactionID: String) -> Bool {
         transactions[transactionID] != nil
+    }
+
+    /// The position of the event that first recorded `transactionID`
+    /// (purchase, renewal, restore, transfer in).
+    public func position(ofTransaction transactionID: String) -> Int64? {
+        transactions[transactionID]?.position
+    }
+
+    /// The position of the event that first carried the idempotency key `key`,
+    /// nil when no event did.
+    public func position(ofKey key: String) -> Int64? {
+        keyPositions[key]
+    }
+
+    /// The latest transaction (by purchase date, then position) of an
+    /// original transaction.
+    func latestTransaction(ofOriginal originalTransactionID: String) -> TransactionRecord? {
+        transactions.values.filter { $0.fact.originalTransactionID == originalTransactionID }
+            .max { ($0.fact.purchaseDate, $0.position) < ($1.fact.purchaseDate, $1.position) }
     }
 
     /// The end the store gave `transactionID` as known at `at` (extensions

@@ -11,47 +11,60 @@ public enum ReminderStatus: String, Sendable, Hashable, Codable, CaseIterable {
     case pending, sent, cancelled, skipped, failed
 }
 
-/// What a subscriber has at an instant: the contract's `<state>` JSON.
-/// Encodes with RFC 3339 UTC dates whatever the encoder's date strategy;
-/// every array is in a deterministic order.
+/// What a subscriber has at an instant: the contract's `<state>` JSON when
+/// encoded with `LedgerJSON.makeEncoder()` (RFC 3339 dates; absent ends
+/// written as `null`). Every array is in a deterministic order.
 public struct SubscriberState: Sendable, Equatable, Encodable {
     public struct Entitlement: Sendable, Equatable, Encodable {
         public var id: String
         public var active: Bool
-        public var productId: String
+        public var productID: String
         /// nil: never ends (non-consumable, free).
-        public var expiresAt: Date?
+        @ExplicitNull public var expiresAt: Date?
         /// The transaction that gives it.
         public var source: String
+
+        enum CodingKeys: String, CodingKey { case id, active, productID = "productId", expiresAt, source }
     }
 
     public struct Subscription: Sendable, Equatable, Encodable {
         public var group: String
-        public var productId: String
+        public var productID: String
         public var type: ProductType
         public var status: SubscriptionStatus
-        public var expiresAt: Date?
+        @ExplicitNull public var expiresAt: Date?
         public var autoRenew: Bool
-        public var originalTransactionId: String
+        public var originalTransactionID: String
+
+        enum CodingKeys: String, CodingKey {
+            case group, productID = "productId", type, status, expiresAt, autoRenew, originalTransactionID = "originalTransactionId"
+        }
     }
 
     public struct NonRenewingPeriod: Sendable, Equatable, Encodable {
         public var group: String
-        public var productId: String
-        public var transactionId: String
+        public var productID: String
+        public var transactionID: String
         public var start: Date
         public var end: Date
+
+        enum CodingKeys: String, CodingKey { case group, productID = "productId", transactionID = "transactionId", start, end }
     }
 
     /// A consumable, non-consumable or free purchase.
     public struct Purchase: Sendable, Equatable, Encodable {
-        public var transactionId: String
-        public var originalTransactionId: String
-        public var productId: String
+        public var transactionID: String
+        public var originalTransactionID: String
+        public var productID: String
         public var type: ProductType
         public var purchaseDate: Date
         public var quantity: Int
-        public var revokedAt: Date?
+        @ExplicitNull public var revokedAt: Date?
+
+        enum CodingKeys: String, CodingKey {
+            case transactionID = "transactionId", originalTransactionID = "originalTransactionId", productID = "productId"
+            case type, purchaseDate, quantity, revokedAt
+        }
     }
 
     public struct Device: Sendable, Equatable, Encodable {
@@ -74,7 +87,7 @@ public struct SubscriberState: Sendable, Equatable, Encodable {
         }
     }
 
-    public var subscriberId: String
+    public var subscriberID: String
     public var at: Date
     public var entitlements: [Entitlement]
     public var subscriptions: [Subscription]
@@ -84,44 +97,48 @@ public struct SubscriberState: Sendable, Equatable, Encodable {
     /// Empty from the fold; the Server fills it from the reminder projection.
     public var reminders: [Reminder] = []
 
+    enum CodingKeys: String, CodingKey {
+        case subscriberID = "subscriberId", at, entitlements, subscriptions, nonRenewingPeriods, purchases, devices, reminders
+    }
+
     /// Folds a history (applied in position order) and evaluates it at `at`.
     public static func fold(_ events: [RecordedLedgerEvent], subscriberID: String, catalog: Catalog, at: Date) -> SubscriberState {
         SubscriberLedger(subscriberID: subscriberID, events: events).state(at: at, catalog: catalog)
     }
 
     init(subscriberID: String, evaluation: Evaluation, ledger: SubscriberLedger) {
-        subscriberId = subscriberID
+        self.subscriberID = subscriberID
         at = evaluation.at
         entitlements = evaluation.entitlementGrants.map { id, grant, _ in
-            Entitlement(id: id, active: grant.active, productId: grant.productID, expiresAt: grant.end, source: grant.source)
+            Entitlement(id: id, active: grant.active, productID: grant.productID, expiresAt: grant.end, source: grant.source)
         }
         subscriptions = evaluation.autoRenewables.map { subscription in
-            Subscription(group: subscription.group, productId: subscription.latest.fact.productId, type: .autoRenewable,
+            Subscription(group: subscription.group, productID: subscription.latest.fact.productID, type: .autoRenewable,
                          status: subscription.status, expiresAt: subscription.end, autoRenew: subscription.autoRenew,
-                         originalTransactionId: subscription.latest.fact.originalTransactionId)
+                         originalTransactionID: subscription.latest.fact.originalTransactionID)
         }
         for group in evaluation.nonRenewingGroups {
             if let period = group.covering ?? group.periods.last {
-                subscriptions.append(Subscription(group: group.group, productId: period.productID, type: .nonRenewing,
+                subscriptions.append(Subscription(group: group.group, productID: period.productID, type: .nonRenewing,
                                                   status: group.covering == nil ? .expired : .active,
-                                                  expiresAt: group.periods.last!.end, autoRenew: false,
-                                                  originalTransactionId: period.originalTransactionID))
+                                                  expiresAt: group.periods.last?.end ?? period.end, autoRenew: false,
+                                                  originalTransactionID: period.originalTransactionID))
             } else if let refunded = group.refunded.last {
-                subscriptions.append(Subscription(group: group.group, productId: refunded.fact.productId, type: .nonRenewing,
+                subscriptions.append(Subscription(group: group.group, productID: refunded.fact.productID, type: .nonRenewing,
                                                   status: .revoked, expiresAt: nil, autoRenew: false,
-                                                  originalTransactionId: refunded.fact.originalTransactionId))
+                                                  originalTransactionID: refunded.fact.originalTransactionID))
             }
         }
-        subscriptions.sort { ($0.group, $0.originalTransactionId) < ($1.group, $1.originalTransactionId) }
+        subscriptions.sort { ($0.group, $0.originalTransactionID) < ($1.group, $1.originalTransactionID) }
         nonRenewingPeriods = evaluation.nonRenewingGroups.flatMap(\.periods).map { period in
-            NonRenewingPeriod(group: period.group, productId: period.productID, transactionId: period.transactionID,
+            NonRenewingPeriod(group: period.group, productID: period.productID, transactionID: period.transactionID,
                               start: period.start, end: period.end)
         }
         purchases = evaluation.transactions
             .filter { $0.type == .consumable || $0.type == .nonConsumable || $0.type == .free }
             .map { transaction in
-                Purchase(transactionId: transaction.fact.transactionId, originalTransactionId: transaction.fact.originalTransactionId,
-                         productId: transaction.fact.productId, type: transaction.type, purchaseDate: transaction.fact.purchaseDate,
+                Purchase(transactionID: transaction.fact.transactionID, originalTransactionID: transaction.fact.originalTransactionID,
+                         productID: transaction.fact.productID, type: transaction.type, purchaseDate: transaction.fact.purchaseDate,
                          quantity: transaction.fact.quantity, revokedAt: transaction.revokedAt)
             }
         devices = ledger.devices.values.filter { $0.date <= evaluation.at }
@@ -139,103 +156,5 @@ extension SubscriberLedger {
     /// The subscriber's state at `at`: facts effective after `at` are not shown.
     public func state(at: Date, catalog: Catalog) -> SubscriberState {
         SubscriberState(subscriberID: subscriberID, evaluation: Evaluation(ledger: self, catalog: catalog, at: at), ledger: self)
-    }
-}
-
-// Dates are written by hand so the shape is the contract's whatever
-// JSONEncoder the caller uses; absent values are written as null.
-extension SubscriberState {
-    enum CodingKeys: String, CodingKey {
-        case subscriberId, at, entitlements, subscriptions, nonRenewingPeriods, purchases, devices, reminders
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(subscriberId, forKey: .subscriberId)
-        try container.encode(RFC3339.format(at), forKey: .at)
-        try container.encode(entitlements, forKey: .entitlements)
-        try container.encode(subscriptions, forKey: .subscriptions)
-        try container.encode(nonRenewingPeriods, forKey: .nonRenewingPeriods)
-        try container.encode(purchases, forKey: .purchases)
-        try container.encode(devices, forKey: .devices)
-        try container.encode(reminders, forKey: .reminders)
-    }
-}
-
-extension SubscriberState.Entitlement {
-    enum CodingKeys: String, CodingKey { case id, active, productId, expiresAt, source }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(active, forKey: .active)
-        try container.encode(productId, forKey: .productId)
-        try container.encode(expiresAt.map(RFC3339.format), forKey: .expiresAt)
-        try container.encode(source, forKey: .source)
-    }
-}
-
-extension SubscriberState.Subscription {
-    enum CodingKeys: String, CodingKey { case group, productId, type, status, expiresAt, autoRenew, originalTransactionId }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(group, forKey: .group)
-        try container.encode(productId, forKey: .productId)
-        try container.encode(type, forKey: .type)
-        try container.encode(status, forKey: .status)
-        try container.encode(expiresAt.map(RFC3339.format), forKey: .expiresAt)
-        try container.encode(autoRenew, forKey: .autoRenew)
-        try container.encode(originalTransactionId, forKey: .originalTransactionId)
-    }
-}
-
-extension SubscriberState.NonRenewingPeriod {
-    enum CodingKeys: String, CodingKey { case group, productId, transactionId, start, end }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(group, forKey: .group)
-        try container.encode(productId, forKey: .productId)
-        try container.encode(transactionId, forKey: .transactionId)
-        try container.encode(RFC3339.format(start), forKey: .start)
-        try container.encode(RFC3339.format(end), forKey: .end)
-    }
-}
-
-extension SubscriberState.Purchase {
-    enum CodingKeys: String, CodingKey { case transactionId, originalTransactionId, productId, type, purchaseDate, quantity, revokedAt }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(transactionId, forKey: .transactionId)
-        try container.encode(originalTransactionId, forKey: .originalTransactionId)
-        try container.encode(productId, forKey: .productId)
-        try container.encode(type, forKey: .type)
-        try container.encode(RFC3339.format(purchaseDate), forKey: .purchaseDate)
-        try container.encode(quantity, forKey: .quantity)
-        try container.encode(revokedAt.map(RFC3339.format), forKey: .revokedAt)
-    }
-}
-
-extension SubscriberState.Device {
-    enum CodingKeys: String, CodingKey { case id, firstSeenAt }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(RFC3339.format(firstSeenAt), forKey: .firstSeenAt)
-    }
-}
-
-extension SubscriberState.Reminder {
-    enum CodingKeys: String, CodingKey { case id, dueAt, lead, status }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(RFC3339.format(dueAt), forKey: .dueAt)
-        try container.encode(lead, forKey: .lead)
-        try container.encode(status, forKey: .status)
     }
 }

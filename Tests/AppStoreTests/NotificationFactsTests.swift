@@ -19,10 +19,16 @@ import Testing
     }
 
     private func record(_ type: FactRequest.FactType, _ transaction: TransactionInfo, autoRenew: Bool? = true,
-                        reason: String? = nil) -> FactRequest {
-        FactRequest(type: type, transactionId: transaction.transactionId, originalTransactionId: transaction.originalTransactionId,
-                    productId: transaction.productId, purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate,
-                    reason: reason, autoRenew: autoRenew, environment: .sandbox, quantity: 1)
+                        effectiveDate: Date? = nil) -> FactRequest {
+        let original = transaction.originalTransactionID ?? transaction.transactionID
+        if type == .renewal, let expiresDate = transaction.expiresDate {
+            return .renewal(.init(transactionID: transaction.transactionID, originalTransactionID: original,
+                                  productID: transaction.productID, purchaseDate: transaction.purchaseDate, expiresDate: expiresDate,
+                                  autoRenew: autoRenew, quantity: 1, effectiveDate: effectiveDate, environment: .sandbox))
+        }
+        return .purchase(.init(transactionID: transaction.transactionID, originalTransactionID: original,
+                               productID: transaction.productID, purchaseDate: transaction.purchaseDate,
+                               expiresDate: transaction.expiresDate, autoRenew: autoRenew, quantity: 1, environment: .sandbox))
     }
 
     @Test(arguments: [NotificationSubtype.initialBuy, .resubscribe])
@@ -30,8 +36,8 @@ import Testing
         let result = try await mapped(.subscribed, subtype, transaction: subscription, renewal: TestAppStore.renewalInfo())
         #expect(result.facts == [record(.purchase, subscription)])
         #expect(result.subscriberHint == TestAppStore.subscriberID.lowercased())
-        #expect(result.originalTransactionId == "2000000000000001")
-        #expect(result.transactionId == "2000000000000002")
+        #expect(result.originalTransactionID == "2000000000000001")
+        #expect(result.transactionID == "2000000000000002")
         #expect(result.environment == .sandbox)
         #expect(result.signedDate == TestAppStore.signedDate)
         #expect(result.notificationUUID == "4a1e0c6e-7b1d-4f0e-9d7c-000000000042")
@@ -57,20 +63,20 @@ import Testing
     func renewalStatusChangeIsAnAutoRenewChange(_ subtype: NotificationSubtype, _ autoRenew: Bool) async throws {
         let result = try await mapped(.didChangeRenewalStatus, subtype, transaction: subscription,
                                       renewal: TestAppStore.renewalInfo(autoRenew: autoRenew))
-        #expect(result.facts == [FactRequest(type: .autoRenewChange, originalTransactionId: "2000000000000001",
-                                             productId: "com.example.pro.monthly", effectiveDate: TestAppStore.signedDate,
-                                             autoRenew: autoRenew, environment: .sandbox)])
+        #expect(result.facts == [.autoRenewChange(.init(originalTransactionID: "2000000000000001", autoRenew: autoRenew,
+                                                        productID: "com.example.pro.monthly", effectiveDate: TestAppStore.signedDate,
+                                                        environment: .sandbox))])
     }
 
     @Test func renewalPreferenceDowngradeChangesNothing() async throws {
         let result = try await mapped(.didChangeRenewalPreference, .downgrade, transaction: subscription, renewal: TestAppStore.renewalInfo())
         #expect(result.facts.isEmpty)
         #expect(result.summary.contains("DID_CHANGE_RENEWAL_PREF/DOWNGRADE"))
-        #expect(result.originalTransactionId == "2000000000000001")
+        #expect(result.originalTransactionID == "2000000000000001")
     }
 
     @Test func renewalPreferenceUpgradeRecordsTheNewTransaction() async throws {
-        let upgraded = TestAppStore.subscription(transactionId: "2000000000000003", productId: "com.example.pro.yearly")
+        let upgraded = TestAppStore.subscription(transactionID: "2000000000000003", productID: "com.example.pro.yearly")
         let result = try await mapped(.didChangeRenewalPreference, .upgrade, transaction: upgraded, renewal: TestAppStore.renewalInfo())
         #expect(result.facts == [record(.renewal, upgraded)])
     }
@@ -79,9 +85,9 @@ import Testing
         let graceEnd = TestAppStore.date("2025-04-17T11:59:00Z")
         let result = try await mapped(.didFailToRenew, .gracePeriod, transaction: subscription,
                                       renewal: TestAppStore.renewalInfo(gracePeriodExpiresDate: graceEnd))
-        #expect(result.facts == [FactRequest(type: .billingIssue, originalTransactionId: "2000000000000001",
-                                             productId: "com.example.pro.monthly", gracePeriodExpiresDate: graceEnd,
-                                             effectiveDate: TestAppStore.signedDate, environment: .sandbox)])
+        #expect(result.facts == [.billingIssue(.init(originalTransactionID: "2000000000000001",
+                                                     productID: "com.example.pro.monthly", gracePeriodExpiresDate: graceEnd,
+                                                     effectiveDate: TestAppStore.signedDate, environment: .sandbox))])
     }
 
     @Test func failureToRenewWithoutSubtypeIsABillingIssueWithoutGrace() async throws {
@@ -89,60 +95,57 @@ import Testing
         let result = try await mapped(.didFailToRenew, transaction: subscription,
                                       renewal: TestAppStore.renewalInfo(gracePeriodExpiresDate: TestAppStore.date("2025-04-17T11:59:00Z")))
         #expect(result.facts.map(\.type) == [.billingIssue])
-        #expect(result.facts.first?.gracePeriodExpiresDate == nil)
+        #expect(result.facts.first?.billingIssue?.gracePeriodExpiresDate == nil)
     }
 
     @Test func gracePeriodExpiredIsAnExpiryAtTheGraceEnd() async throws {
         let graceEnd = TestAppStore.date("2025-04-17T11:59:00Z")
         let result = try await mapped(.gracePeriodExpired, transaction: subscription,
                                       renewal: TestAppStore.renewalInfo(gracePeriodExpiresDate: graceEnd))
-        #expect(result.facts == [FactRequest(type: .expiry, originalTransactionId: "2000000000000001", productId: "com.example.pro.monthly",
-                                             expiresDate: graceEnd, reason: "grace_period_expired", environment: .sandbox)])
+        #expect(result.facts == [.expiry(.init(.subscription(originalTransactionID: "2000000000000001", end: graceEnd),
+                                               reason: "grace_period_expired", environment: .sandbox))])
     }
 
     @Test(arguments: [NotificationSubtype.voluntary, .billingRetry, .priceIncrease, .productNotForSale])
     func expiredIsAnExpiry(_ subtype: NotificationSubtype) async throws {
         let result = try await mapped(.expired, subtype, transaction: subscription, renewal: TestAppStore.renewalInfo(autoRenew: false))
-        #expect(result.facts == [FactRequest(type: .expiry, originalTransactionId: "2000000000000001", productId: "com.example.pro.monthly",
-                                             expiresDate: subscription.expiresDate, reason: subtype.rawValue.lowercased(),
-                                             environment: .sandbox)])
+        #expect(result.facts == [.expiry(.init(.subscription(originalTransactionID: "2000000000000001", end: subscription.expiresDate),
+                                               reason: subtype.rawValue.lowercased(), environment: .sandbox))])
     }
 
     @Test func refundIsARefundAtTheRevocationDate() async throws {
         let revoked = TestAppStore.subscription(revocationDate: TestAppStore.date("2025-03-10T08:00:00Z"), revocationReason: 1)
         let result = try await mapped(.refund, transaction: revoked)
-        #expect(result.facts == [FactRequest(type: .refund, transactionId: "2000000000000002", originalTransactionId: "2000000000000001",
-                                             productId: "com.example.pro.monthly", revocationDate: revoked.revocationDate,
-                                             reason: "refunded: an issue with the app", environment: .sandbox)])
+        #expect(result.facts == [.refund(.init(transactionID: "2000000000000002", originalTransactionID: "2000000000000001",
+                                               revocationDate: revoked.revocationDate, reason: "refunded: an issue with the app",
+                                               environment: .sandbox))])
     }
 
     @Test func revokeIsARefund() async throws {
         let revoked = TestAppStore.subscription(revocationDate: TestAppStore.date("2025-03-10T08:00:00Z"))
         let result = try await mapped(.revoke, transaction: revoked)
         #expect(result.facts.map(\.type) == [.refund])
-        #expect(result.facts.first?.revocationDate == revoked.revocationDate)
-        #expect(result.facts.first?.reason == "revoked: family sharing ended")
+        #expect(result.facts.first?.refund?.revocationDate == revoked.revocationDate)
+        #expect(result.facts.first?.refund?.reason == "revoked: family sharing ended")
     }
 
     @Test func refundReversedIsARefundReversal() async throws {
         let result = try await mapped(.refundReversed, transaction: subscription, renewal: TestAppStore.renewalInfo())
-        #expect(result.facts == [FactRequest(type: .refundReversal, transactionId: "2000000000000002",
-                                             originalTransactionId: "2000000000000001", productId: "com.example.pro.monthly",
-                                             effectiveDate: TestAppStore.signedDate, reason: "refund reversed",
-                                             environment: .sandbox)])
+        #expect(result.facts == [.refundReversal(.init(transactionID: "2000000000000002", originalTransactionID: "2000000000000001",
+                                                       effectiveDate: TestAppStore.signedDate, reason: "refund reversed",
+                                                       environment: .sandbox))])
     }
 
     @Test func renewalExtendedIsARenewalWithTheNewEnd() async throws {
         let extended = TestAppStore.subscription(expiresDate: TestAppStore.date("2025-04-15T11:59:00Z"))
         let result = try await mapped(.renewalExtended, transaction: extended, renewal: TestAppStore.renewalInfo())
-        var expected = record(.renewal, extended)
-        expected.effectiveDate = TestAppStore.signedDate
+        let expected = record(.renewal, extended, effectiveDate: TestAppStore.signedDate)
         #expect(result.facts == [expected])
-        #expect(result.facts.first?.expiresDate == TestAppStore.date("2025-04-15T11:59:00Z"))
+        #expect(result.facts.first?.renewal?.expiresDate == TestAppStore.date("2025-04-15T11:59:00Z"))
     }
 
     @Test func offerRedeemedIsAPurchaseOrARenewalByTransaction() async throws {
-        let first = TestAppStore.subscription(transactionId: "2000000000000001")
+        let first = TestAppStore.subscription(transactionID: "2000000000000001")
         let initial = try await mapped(.offerRedeemed, .initialBuy, transaction: first, renewal: TestAppStore.renewalInfo())
         #expect(initial.facts == [record(.purchase, first)])
         let later = try await mapped(.offerRedeemed, .upgrade, transaction: subscription, renewal: TestAppStore.renewalInfo())
@@ -157,29 +160,29 @@ import Testing
 
     @Test(arguments: [(TransactionInfo.ProductType.consumable, "com.example.coins.100", 3),
                       (.nonConsumable, "com.example.level2", 1), (.nonRenewing, "com.example.pass.30d", 1)])
-    func oneTimeChargeIsAPurchase(_ type: TransactionInfo.ProductType, _ productId: String, _ quantity: Int) async throws {
-        let charge = TransactionInfo(transactionId: "3000000000000001", originalTransactionId: "3000000000000001",
-                                     bundleId: TestAppStore.bundleID, productId: productId,
+    func oneTimeChargeIsAPurchase(_ type: TransactionInfo.ProductType, _ productID: String, _ quantity: Int) async throws {
+        let charge = TransactionInfo(transactionID: "3000000000000001", originalTransactionID: "3000000000000001",
+                                     bundleID: TestAppStore.bundleID, productID: productID,
                                      purchaseDate: TestAppStore.date("2025-03-01T11:00:00Z"), quantity: quantity, type: type,
                                      appAccountToken: TestAppStore.subscriberID, signedDate: TestAppStore.signedDate, environment: .sandbox)
         let result = try await mapped(.oneTimeCharge, transaction: charge)
-        #expect(result.facts == [FactRequest(type: .purchase, transactionId: "3000000000000001", originalTransactionId: "3000000000000001",
-                                             productId: productId, purchaseDate: charge.purchaseDate, environment: .sandbox,
-                                             quantity: quantity)])
+        #expect(result.facts == [.purchase(.init(transactionID: "3000000000000001", originalTransactionID: "3000000000000001",
+                                                 productID: productID, purchaseDate: charge.purchaseDate, quantity: quantity,
+                                                 environment: .sandbox))])
     }
 
     @Test func testNotificationIsAcknowledgedWithoutFacts() async throws {
         let result = try await mapped(.test)
         #expect(result.facts.isEmpty)
         #expect(result.subscriberHint == nil)
-        #expect(result.originalTransactionId == nil)
+        #expect(result.originalTransactionID == nil)
     }
 
     @Test func unknownTypesAreAcknowledgedWithoutFacts() async throws {
         let result = try await mapped(NotificationType(rawValue: "SOMETHING_APPLE_ADDS_LATER"), transaction: subscription)
         #expect(result.facts.isEmpty)
         #expect(result.notificationType.rawValue == "SOMETHING_APPLE_ADDS_LATER")
-        #expect(result.originalTransactionId == "2000000000000001")
+        #expect(result.originalTransactionID == "2000000000000001")
     }
 
     @Test func aTypeThatNeedsATransactionWithoutOneGivesNoFacts() async throws {
@@ -197,19 +200,22 @@ import Testing
             Product(id: "com.example.pro.monthly", type: .autoRenewable, group: "pro", entitlements: ["pro"]),
         ])
         let decider = Decider(catalog: catalog)
-        let first = TestAppStore.subscription(transactionId: "2000000000000001", purchaseDate: TestAppStore.date("2025-02-01T11:59:00Z"),
+        let first = TestAppStore.subscription(transactionID: "2000000000000001", purchaseDate: TestAppStore.date("2025-02-01T11:59:00Z"),
                                               expiresDate: TestAppStore.date("2025-03-01T11:59:00Z"))
-        let notifications: [(NotificationType, NotificationSubtype?, TransactionInfo, RenewalInfo)] = [
-            (.subscribed, .initialBuy, first, TestAppStore.renewalInfo()),
-            (.didRenew, nil, TestAppStore.subscription(), TestAppStore.renewalInfo()),
-            (.didChangeRenewalStatus, .autoRenewDisabled, TestAppStore.subscription(), TestAppStore.renewalInfo(autoRenew: false)),
-            (.refund, nil, TestAppStore.subscription(revocationDate: TestAppStore.date("2025-03-05T00:00:00Z"), revocationReason: 0),
-             TestAppStore.renewalInfo(autoRenew: false)),
+        // Apple signs each notification when it happens: the refund after its revocation.
+        let revoked = TestAppStore.date("2025-03-05T00:00:00Z")
+        let notifications: [(NotificationType, NotificationSubtype?, TransactionInfo, RenewalInfo, Date)] = [
+            (.subscribed, .initialBuy, first, TestAppStore.renewalInfo(), TestAppStore.signedDate),
+            (.didRenew, nil, TestAppStore.subscription(), TestAppStore.renewalInfo(), TestAppStore.signedDate),
+            (.didChangeRenewalStatus, .autoRenewDisabled, TestAppStore.subscription(), TestAppStore.renewalInfo(autoRenew: false),
+             TestAppStore.signedDate),
+            (.refund, nil, TestAppStore.subscription(revocationDate: revoked, revocationReason: 0),
+             TestAppStore.renewalInfo(autoRenew: false), revoked),
         ]
         var history: [RecordedLedgerEvent] = []
         let subscriberID = TestAppStore.subscriberID.lowercased()
-        for (type, subtype, transaction, renewal) in notifications {
-            let signed = try store.signedNotification(type, subtype, transaction: transaction, renewal: renewal)
+        for (type, subtype, transaction, renewal, signedDate) in notifications {
+            let signed = try store.signedNotification(type, subtype, transaction: transaction, renewal: renewal, signedDate: signedDate)
             let mapped = facts(for: try await store.verifier.verifyNotification(signedPayload: signed))
             #expect(mapped.subscriberHint == subscriberID)
             for fact in mapped.facts {
@@ -226,4 +232,11 @@ import Testing
         #expect(state.subscriptions.first?.status == .revoked)
         #expect(state.entitlements.first?.active == false)
     }
+}
+
+/// The command inside a fact, when it is of that type.
+private extension FactRequest {
+    var renewal: Renewal? { if case .renewal(let renewal) = self { renewal } else { nil } }
+    var refund: Refund? { if case .refund(let refund) = self { refund } else { nil } }
+    var billingIssue: BillingIssue? { if case .billingIssue(let issue) = self { issue } else { nil } }
 }

@@ -37,7 +37,7 @@ private func replacingPart(_ index: Int, of jws: String, with part: String) -> S
         #expect(verified.payload.subtype == .initialBuy)
         #expect(verified.payload.notificationUUID == "b1f6c5a2-0000-4000-8000-000000000001")
         #expect(verified.payload.signedDate == TestAppStore.signedDate)
-        #expect(verified.payload.data?.bundleId == TestAppStore.bundleID)
+        #expect(verified.payload.data?.bundleID == TestAppStore.bundleID)
         #expect(verified.payload.data?.environment == .sandbox)
         #expect(verified.transaction == TestAppStore.subscription())
         #expect(verified.renewalInfo == TestAppStore.renewalInfo())
@@ -69,7 +69,7 @@ private func replacingPart(_ index: Int, of jws: String, with part: String) -> S
         let tampered = replacingPart(1, of: signedTransaction, with: TestAppStore.base64URL(try TestAppStore.encoder.encode(transaction)))
         let payload = NotificationPayload(
             notificationType: .didRenew, notificationUUID: "u-2", signedDate: TestAppStore.signedDate,
-            data: NotificationData(bundleId: TestAppStore.bundleID, environment: .sandbox, signedTransactionInfo: tampered))
+            data: NotificationData(bundleID: TestAppStore.bundleID, environment: .sandbox, signedTransactionInfo: tampered))
         let error = await rejection { _ = try await store.verifier.verifyNotification(signedPayload: store.sign(payload)) }
         #expect(error?.code == .invalidSignature)
         #expect(error?.field == "data.signedTransactionInfo")
@@ -85,7 +85,7 @@ private func replacingPart(_ index: Int, of jws: String, with part: String) -> S
     @Test func rejectsTwoCertificatesInX5C() async throws {
         let payload = try TestAppStore.encoder.encode(NotificationPayload(notificationType: .test, notificationUUID: "u-3",
                                                                           signedDate: TestAppStore.signedDate,
-                                                                          data: NotificationData(bundleId: TestAppStore.bundleID, environment: .sandbox)))
+                                                                          data: NotificationData(bundleID: TestAppStore.bundleID, environment: .sandbox)))
         let signed = try store.sign(payload: payload, header: ["alg": "ES256", "x5c": Array(store.x5c.prefix(2))])
         let error = await rejection { _ = try await store.verifier.verifyNotification(signedPayload: signed) }
         #expect(error?.code == .invalidCertificateChain)
@@ -125,7 +125,7 @@ private func replacingPart(_ index: Int, of jws: String, with part: String) -> S
     }
 
     @Test func rejectsAnotherAppsNestedTransaction() async throws {
-        let signed = try store.signedNotification(.didRenew, transaction: TestAppStore.subscription(bundleId: "com.example.other"))
+        let signed = try store.signedNotification(.didRenew, transaction: TestAppStore.subscription(bundleID: "com.example.other"))
         let error = await rejection { _ = try await store.verifier.verifyNotification(signedPayload: signed) }
         #expect(error?.code == .bundleIDMismatch)
         #expect(error?.field == "data.signedTransactionInfo")
@@ -160,7 +160,7 @@ private func replacingPart(_ index: Int, of jws: String, with part: String) -> S
         let other = try TestAppStore()
         let payload = try TestAppStore.encoder.encode(NotificationPayload(notificationType: .test, notificationUUID: "u-4",
                                                                           signedDate: TestAppStore.signedDate,
-                                                                          data: NotificationData(bundleId: TestAppStore.bundleID, environment: .sandbox)))
+                                                                          data: NotificationData(bundleID: TestAppStore.bundleID, environment: .sandbox)))
         let x5c = try [other.leaf, other.intermediate, store.root].map { try TestAppStore.der($0.certificate).base64EncodedString() }
         let headerPart = TestAppStore.base64URL(try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": x5c]))
         let input = headerPart + "." + TestAppStore.base64URL(payload)
@@ -179,7 +179,7 @@ private func replacingPart(_ index: Int, of jws: String, with part: String) -> S
     func rejectsMalformedBodies(_ body: String, _ code: String) async throws {
         let error = await rejection { _ = try await store.verifier.verifyNotification(body: Data(body.utf8)) }
         #expect(error?.code.rawValue == code)
-        #expect(error?.httpStatus == 400)
+        #expect(error?.ledgerError.kind == .badRequest)
     }
 
     @Test func rejectsAPayloadThatIsNotApplesFormat() async throws {

@@ -10,12 +10,12 @@ struct AppStoreFactTests {
     let firstEnd = date("2024-02-01T00:00:00Z")
 
     func reversal(_ transactionID: String, at effectiveDate: Date) -> FactRequest {
-        FactRequest(type: .refundReversal, transactionId: transactionID, effectiveDate: effectiveDate, reason: "refund reversed")
+        .refundReversal(.init(transactionID: transactionID, effectiveDate: effectiveDate, reason: "refund reversed"))
     }
 
     func extended(_ transactionID: String, original: String, to expires: Date, signed: Date) -> FactRequest {
-        FactRequest(type: .renewal, transactionId: transactionID, originalTransactionId: original, productId: IDs.monthly,
-                    purchaseDate: start, expiresDate: expires, effectiveDate: signed)
+        .renewal(.init(transactionID: transactionID, originalTransactionID: original, productID: IDs.monthly,
+                       purchaseDate: start, expiresDate: expires, effectiveDate: signed))
     }
 
     // MARK: Refund reversed
@@ -57,7 +57,7 @@ struct AppStoreFactTests {
     }
 
     @Test func reversalEventsRoundTrip() throws {
-        let event = LedgerEvent.refundReversed(RefundReversal(transactionId: "a1", originalTransactionId: "a1", productId: IDs.monthly,
+        let event = LedgerEvent.refundReversed(RefundReversal(transactionID: "a1", originalTransactionID: "a1", productID: IDs.monthly,
                                                               date: start, reason: "refund reversed", environment: .sandbox))
         #expect(try LedgerEvent.decode(type: event.type, schemaVersion: 1, data: event.encodedData()) == event)
         #expect(event.summary.contains("reversed"))
@@ -110,7 +110,7 @@ struct AppStoreFactTests {
         var world = World()
         try world.send(purchase("a1", IDs.monthly, at: start, expires: firstEnd), to: "u", now: start)
         try world.send(renewal("a2", original: "a1", IDs.monthly, at: firstEnd, expires: date("2024-03-01T00:00:00Z")), to: "u", now: firstEnd)
-        try world.send(FactRequest(type: .expiry, originalTransactionId: "a1", expiresDate: date("2024-01-15T00:00:00Z"), reason: "voluntary"),
+        try world.send(.expiry(.init(.subscription(originalTransactionID: "a1", end: date("2024-01-15T00:00:00Z")), reason: "voluntary")),
                        to: "u", now: date("2024-02-02T00:00:00Z"))
         #expect(world.state("u", at: date("2024-02-10T00:00:00Z")).subscriptions.map(\.status) == [.active])
     }
@@ -118,9 +118,9 @@ struct AppStoreFactTests {
     @Test func anEarlierAutoRenewChangeArrivingLaterDoesNotWin() throws {
         var world = World()
         try world.send(purchase("a1", IDs.monthly, at: start, expires: firstEnd, autoRenew: true), to: "u", now: start)
-        try world.send(FactRequest(type: .autoRenewChange, originalTransactionId: "a1", effectiveDate: date("2024-01-10T00:00:00Z"), autoRenew: false),
+        try world.send(.autoRenewChange(.init(originalTransactionID: "a1", autoRenew: false, effectiveDate: date("2024-01-10T00:00:00Z"))),
                        to: "u", now: date("2024-01-10T00:00:00Z"))
-        try world.send(FactRequest(type: .autoRenewChange, originalTransactionId: "a1", effectiveDate: date("2024-01-05T00:00:00Z"), autoRenew: true),
+        try world.send(.autoRenewChange(.init(originalTransactionID: "a1", autoRenew: true, effectiveDate: date("2024-01-05T00:00:00Z"))),
                        to: "u", now: date("2024-01-11T00:00:00Z"))
         #expect(world.state("u", at: date("2024-01-20T00:00:00Z")).subscriptions.map(\.autoRenew) == [false])
     }
@@ -130,8 +130,8 @@ struct AppStoreFactTests {
         try world.send(purchase("a1", IDs.monthly, at: start, expires: firstEnd), to: "u", now: start)
         try world.send(renewal("a2", original: "a1", IDs.monthly, at: date("2024-02-03T00:00:00Z"), expires: date("2024-03-03T00:00:00Z")),
                        to: "u", now: date("2024-02-03T00:00:00Z"))
-        try world.send(FactRequest(type: .billingIssue, originalTransactionId: "a1", gracePeriodExpiresDate: date("2024-02-16T00:00:00Z"),
-                                   effectiveDate: firstEnd), to: "u", now: date("2024-02-04T00:00:00Z"))
+        try world.send(.billingIssue(.init(originalTransactionID: "a1", gracePeriodExpiresDate: date("2024-02-16T00:00:00Z"),
+                                           effectiveDate: firstEnd)), to: "u", now: date("2024-02-04T00:00:00Z"))
         let state = world.state("u", at: date("2024-02-20T00:00:00Z"))
         #expect(state.subscriptions.map(\.status) == [.active])
         #expect(state.subscriptions.first?.expiresAt == date("2024-03-03T00:00:00Z"))

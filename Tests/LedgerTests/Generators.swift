@@ -56,9 +56,15 @@ struct Scenario {
             precondition(world.streams == before.streams, "a refused request must append nothing")
             return
         }
-        if case .fact(let fact) = request, fact.type == .purchase || fact.type == .renewal {
-            known.append(Known(transactionID: fact.transactionId!, originalTransactionID: fact.originalTransactionId!,
-                               productID: fact.productId!, purchaseDate: fact.purchaseDate!, expiresDate: fact.expiresDate))
+        switch request {
+        case .fact(.purchase(let fact)):
+            known.append(Known(transactionID: fact.transactionID, originalTransactionID: fact.originalTransactionID,
+                               productID: fact.productID, purchaseDate: fact.purchaseDate, expiresDate: fact.expiresDate))
+        case .fact(.renewal(let fact)):
+            known.append(Known(transactionID: fact.transactionID, originalTransactionID: fact.originalTransactionID,
+                               productID: fact.productID, purchaseDate: fact.purchaseDate, expiresDate: fact.expiresDate))
+        default:
+            break
         }
         onAccepted(&self, request, subscriber)
     }
@@ -89,22 +95,22 @@ struct Scenario {
             var transactions: [RestoreRequest.Transaction] = []
             for _ in 0..<int(0...2) where !known.isEmpty {
                 let restored = pick(known)
-                transactions.append(.init(transactionId: restored.transactionID, originalTransactionId: restored.originalTransactionID,
-                                          productId: restored.productID, purchaseDate: restored.purchaseDate, expiresDate: restored.expiresDate))
+                transactions.append(.init(transactionID: restored.transactionID, originalTransactionID: restored.originalTransactionID,
+                                          productID: restored.productID, purchaseDate: restored.purchaseDate, expiresDate: restored.expiresDate))
             }
             if chance(20) {  // an original the ledger never saw
-                transactions.append(.init(transactionId: newID(), productId: IDs.passMonth, purchaseDate: purchaseDate))
+                transactions.append(.init(transactionID: newID(), productID: IDs.passMonth, purchaseDate: purchaseDate))
             }
-            return .restore(RestoreRequest(deviceId: chance(80) ? pick(["D1", "D2", "D3"]) : nil, transactions: transactions))
+            return .restore(RestoreRequest(deviceID: chance(80) ? pick(["D1", "D2", "D3"]) : nil, transactions: transactions))
         default:
             let autoRenewables = known.filter { $0.expiresDate != nil }
             guard !autoRenewables.isEmpty else { return makeRequest() }
             let original = pick(autoRenewables).originalTransactionID
             switch int(1...3) {
-            case 1: return .fact(FactRequest(type: .autoRenewChange, originalTransactionId: original, autoRenew: chance(50)))
-            case 2: return .fact(FactRequest(type: .billingIssue, originalTransactionId: original,
-                                             gracePeriodExpiresDate: chance(70) ? now + seconds(days: 1...16) : nil))
-            default: return .fact(FactRequest(type: .expiry, originalTransactionId: original))
+            case 1: return .fact(.autoRenewChange(.init(originalTransactionID: original, autoRenew: chance(50))))
+            case 2: return .fact(.billingIssue(.init(originalTransactionID: original,
+                                                     gracePeriodExpiresDate: chance(70) ? now + seconds(days: 1...16) : nil)))
+            default: return .fact(.expiry(.init(.subscription(originalTransactionID: original, end: nil))))
             }
         }
     }

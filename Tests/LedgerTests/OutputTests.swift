@@ -15,14 +15,11 @@ struct OutputTests {
         return world
     }
 
-    @Test func stateEncodesToTheContractShapeWithAnyEncoder() throws {
+    @Test func stateEncodesToTheContractShapeWithTheLedgerEncoder() throws {
         var state = try sampleWorld().state("u", at: date("2024-01-15T00:00:00.500Z"))
         state.reminders = [.init(id: "r1", dueAt: date("2024-01-24T00:00:00Z"), lead: ISODuration(days: 7), status: .pending)]
-        let json = String(decoding: try {
-            let encoder = JSONEncoder()  // default date strategy: the state must not depend on it
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            return try encoder.encode(state)
-        }(), as: UTF8.self)
+        // The state's dates follow the encoder's one date strategy: RFC 3339 in LedgerJSON's.
+        let json = String(decoding: try LedgerJSON.makeEncoder().encode(state), as: UTF8.self)
         #expect(json == #"""
             {"at":"2024-01-15T00:00:00.500Z","devices":[{"firstSeenAt":"2024-01-01T00:00:00Z","id":"D1"}],\#
             "entitlements":[{"active":true,"expiresAt":null,"id":"level2","productId":"com.example.level2","source":"n1"},\#
@@ -37,8 +34,8 @@ struct OutputTests {
 
     @Test func eventsAreStoredAsCamelCaseJSONWithRFC3339Dates() throws {
         let event = LedgerEvent.purchased(TransactionFact(
-            transactionId: "1001", originalTransactionId: "1001", productId: IDs.pass, productType: .nonRenewing, group: "pass",
-            duration: ISODuration(days: 30), purchaseDate: date("2024-01-31T12:00:00Z"), deviceId: "ABC", environment: .sandbox))
+            transactionID: "1001", originalTransactionID: "1001", productID: IDs.pass, productType: .nonRenewing, group: "pass",
+            duration: ISODuration(days: 30), purchaseDate: date("2024-01-31T12:00:00Z"), deviceID: "ABC", environment: .sandbox))
         #expect(String(decoding: try event.encodedData(), as: UTF8.self) == #"""
             {"deviceId":"ABC","duration":"P30D","environment":"Sandbox","group":"pass","originalTransactionId":"1001",\#
             "productId":"com.example.pass.30d","productType":"non-renewing","purchaseDate":"2024-01-31T12:00:00Z","quantity":1,"source":"api","transactionId":"1001"}
@@ -84,7 +81,11 @@ struct OutputTests {
             "Also: auto-renewable com.example.pro.monthly (original transaction a1, latest transaction a1) was refunded; access ended at 2024-01-10T00:00:00Z",
         ])
         #expect(pro.positions == [1, 3, 4])
-        #expect(pro.transactionIds == ["a1", "p1"])
+        #expect(pro.transactionIDs == ["a1", "p1"])
+        let json = String(decoding: try LedgerJSON.makeEncoder().encode(explanation), as: UTF8.self)
+        #expect(json.hasPrefix(#"{"at":"2024-02-15T00:00:00Z","entitlements":[{"active":true,"#))
+        #expect(json.contains(#""transactionIds":["a1","p1"]"#))
+        #expect(json.hasSuffix(#""neverGranted":["starter"],"subscriberId":"u"}"#))
         #expect(explanation.entitlements[0].reasons.first?.hasPrefix("Active: non-consumable com.example.level2") == true)
         _ = try LedgerJSON.makeEncoder().encode(explanation)
     }

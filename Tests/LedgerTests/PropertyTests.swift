@@ -68,9 +68,9 @@ struct PropertyTests {
                     let state = scenario.world.state(subscriber, at: at)
                     var previous: SubscriberState.NonRenewingPeriod?
                     for period in state.nonRenewingPeriods {
-                        let duration = catalog.product(id: period.productId)!.duration!
+                        let duration = catalog.product(id: period.productID)!.duration!
                         #expect(period.end == duration.added(to: period.start), "seed \(seed)")
-                        if let bought = purchases[period.transactionId] {
+                        if let bought = purchases[period.transactionID] {
                             #expect(period.start >= bought.purchaseDate, "seed \(seed): period before its purchase")
                         }
                         if let previous, previous.group == period.group {
@@ -93,16 +93,16 @@ struct PropertyTests {
                 for event in scenario.world.history(subscriber) {
                     switch event.event {
                     case .purchased(let fact), .renewed(let fact), .restored(let fact):
-                        visibleFrom[fact.transactionId] = min(visibleFrom[fact.transactionId] ?? .distantFuture, fact.purchaseDate)
+                        visibleFrom[fact.transactionID] = min(visibleFrom[fact.transactionID] ?? .distantFuture, fact.purchaseDate)
                     case .transferredIn(let transfer):
                         let fact = transfer.transaction!
-                        visibleFrom[fact.transactionId] = min(visibleFrom[fact.transactionId] ?? .distantFuture, max(fact.purchaseDate, transfer.date))
+                        visibleFrom[fact.transactionID] = min(visibleFrom[fact.transactionID] ?? .distantFuture, max(fact.purchaseDate, transfer.date))
                     default: break
                     }
                 }
                 for at in scenario.instants(count: 5) {
                     let state = scenario.world.state(subscriber, at: at)
-                    let shown = state.purchases.map(\.transactionId) + state.nonRenewingPeriods.map(\.transactionId)
+                    let shown = state.purchases.map(\.transactionID) + state.nonRenewingPeriods.map(\.transactionID)
                         + state.entitlements.map(\.source)
                     for transactionID in shown {
                         #expect(visibleFrom[transactionID].map { $0 <= at } ?? false, "seed \(seed): \(transactionID) shown at \(at)")
@@ -123,8 +123,8 @@ struct PropertyTests {
         var random = SplitMix64(seed: 99)
         for index in 0..<200 {
             let due = Date(timeIntervalSince1970: Double(Int.random(in: 1_600_000_000...1_900_000_000, using: &random)) + 0.125)
-            let delivery = ReminderDelivery(reminderId: "rem:\(index)", type: index % 2 == 0 ? .expiryPrompt : .renewalReminder,
-                                            group: "pass", productId: IDs.pass, expiresAt: due + 86_400, lead: ISODuration(days: index % 8),
+            let delivery = ReminderDelivery(reminderID: "rem:\(index)", type: index % 2 == 0 ? .expiryPrompt : .renewalReminder,
+                                            group: "pass", productID: IDs.pass, expiresAt: due + 86_400, lead: ISODuration(days: index % 8),
                                             dueAt: due, date: due + 5, attempt: index % 3 + 1, error: index % 2 == 0 ? nil : "HTTP 503")
             all.append(index % 2 == 0 ? .reminderSent(delivery) : .reminderFailed(delivery))
         }

@@ -14,13 +14,17 @@ struct RequestTests {
              "quantity": 2, "autoRenew": false, "somethingElse": [1, 2]}
             """#)
         #expect(request.type == .purchase)
-        #expect(request.transactionId == "1001")
-        #expect(request.originalTransactionId == "1001")
-        #expect(request.purchaseDate == date("2024-01-31T12:00:00.250Z"))
+        #expect(request.transactionID == "1001")
+        #expect(request.originalTransactionID == "1001")
         #expect(request.environment == .sandbox)
-        #expect(request.quantity == 2)
-        #expect(request.autoRenew == false)
-        #expect(request.deviceId == "ABC")
+        guard case .purchase(let purchase) = request else {
+            Issue.record("not a purchase: \(request)")
+            return
+        }
+        #expect(purchase.purchaseDate == date("2024-01-31T12:00:00.250Z"))
+        #expect(purchase.quantity == 2)
+        #expect(purchase.autoRenew == false)
+        #expect(purchase.deviceID == "ABC")
     }
 
     @Test(arguments: [
@@ -62,8 +66,18 @@ struct RequestTests {
 
     @Test func nullCountsAsAbsent() throws {
         let request = try parse(#"{"type": "refund", "transactionId": "1", "revocationDate": null, "deviceId": null}"#)
-        #expect(request.revocationDate == nil)
-        #expect(request.deviceId == nil)
+        guard case .refund(let refund) = request else {
+            Issue.record("not a refund: \(request)")
+            return
+        }
+        #expect(refund.revocationDate == nil)
+        // A refund names no device: see that a null deviceId is absent where one is read.
+        let purchase = try parse(#"{"type": "purchase", "transactionId": "1", "productId": "p", "purchaseDate": "2024-01-01T00:00:00Z", "deviceId": null}"#)
+        guard case .purchase(let purchase) = purchase else {
+            Issue.record("not a purchase: \(purchase)")
+            return
+        }
+        #expect(purchase.deviceID == nil)
     }
 
     @Test func parsesAnImportLine() throws {
@@ -83,8 +97,8 @@ struct RequestTests {
               {"transactionId": "7", "originalTransactionId": "6", "productId": "com.example.pro.monthly",
                "purchaseDate": "2024-02-01T00:00:00Z", "expiresDate": "2024-03-01T00:00:00Z"}]}
             """#.utf8))
-        #expect(request.deviceId == "D1")
-        #expect(request.transactions.map(\.originalTransactionId) == ["5", "6"])
+        #expect(request.deviceID == "D1")
+        #expect(request.transactions.map(\.originalTransactionID) == ["5", "6"])
         #expect(request.transactions[1].expiresDate == date("2024-03-01T00:00:00Z"))
     }
 
@@ -101,7 +115,7 @@ struct RequestTests {
             try RestoreRequest.parse(json: Data(json.utf8))
         } throws: { error in
             guard let error = error as? LedgerError else { return false }
-            return error.code == code && error.field == field && error.kind.httpStatus == 400
+            return error.code == code && error.field == field && error.kind == .badRequest
         }
     }
 }

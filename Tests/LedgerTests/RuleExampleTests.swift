@@ -10,29 +10,29 @@ struct NonRenewingExamples {
             try world.send(purchase("p\(index)", IDs.pass, at: date("2024-01-01T\(hour):00:00Z")), to: "u", now: date("2024-01-01T13:00:00Z"))
         }
         let state = world.state("u", at: date("2024-01-02T00:00:00Z"))
-        #expect(state.nonRenewingPeriods.map { [$0.transactionId, RFC3339.format($0.start), RFC3339.format($0.end)] } == [
+        #expect(state.nonRenewingPeriods.map { [$0.transactionID, RFC3339.format($0.start), RFC3339.format($0.end)] } == [
             ["p0", "2024-01-01T10:00:00Z", "2024-01-31T10:00:00Z"],
             ["p1", "2024-01-31T10:00:00Z", "2024-03-01T10:00:00Z"],
             ["p2", "2024-03-01T10:00:00Z", "2024-03-31T10:00:00Z"],
         ])
-        #expect(state.entitlements == [.init(id: "pro", active: true, productId: IDs.pass, expiresAt: date("2024-03-31T10:00:00Z"), source: "p0")])
+        #expect(state.entitlements == [.init(id: "pro", active: true, productID: IDs.pass, expiresAt: date("2024-03-31T10:00:00Z"), source: "p0")])
         #expect(state.subscriptions.map(\.status) == [.active])
         #expect(state.subscriptions.first?.expiresAt == date("2024-03-31T10:00:00Z"))
     }
 
     @Test func aRefundedPassLosesItsPeriodAndLaterOnesRestack() throws {
         var world = World()
-        let now = date("2024-01-01T13:00:00Z")
-        try world.send(purchase("p0", IDs.pass, at: date("2024-01-01T10:00:00Z")), to: "u", now: now)
-        try world.send(purchase("p1", IDs.pass, at: date("2024-01-05T10:00:00Z")), to: "u", now: now)
-        try world.send(purchase("p2", IDs.pass, at: date("2024-01-06T10:00:00Z")), to: "u", now: now)
-        try world.send(refund("p0", at: date("2024-01-10T00:00:00Z")), to: "u", now: now)
+        // Each fact is sent when it happened (no effective date may be more than a day ahead).
+        for (id, at) in [("p0", "2024-01-01T10:00:00Z"), ("p1", "2024-01-05T10:00:00Z"), ("p2", "2024-01-06T10:00:00Z")] {
+            try world.send(purchase(id, IDs.pass, at: date(at)), to: "u", now: date(at))
+        }
+        try world.send(refund("p0", at: date("2024-01-10T00:00:00Z")), to: "u", now: date("2024-01-10T00:00:00Z"))
 
         let before = world.state("u", at: date("2024-01-09T00:00:00Z"))
-        #expect(before.nonRenewingPeriods.map(\.transactionId) == ["p0", "p1", "p2"])
+        #expect(before.nonRenewingPeriods.map(\.transactionID) == ["p0", "p1", "p2"])
         let after = world.state("u", at: date("2024-01-10T00:00:00Z"))
         // p1 may not start before its own purchase date; p2 follows it.
-        #expect(after.nonRenewingPeriods.map { [$0.transactionId, RFC3339.format($0.start), RFC3339.format($0.end)] } == [
+        #expect(after.nonRenewingPeriods.map { [$0.transactionID, RFC3339.format($0.start), RFC3339.format($0.end)] } == [
             ["p1", "2024-01-05T10:00:00Z", "2024-02-04T10:00:00Z"],
             ["p2", "2024-02-04T10:00:00Z", "2024-03-05T10:00:00Z"],
         ])
@@ -95,11 +95,11 @@ struct AutoRenewableExamples {
     @Test func gracePeriodKeepsAccessUntilGraceEnd() throws {
         var world = World()
         try world.send(purchase("a1", IDs.monthly, at: start, expires: firstEnd), to: "u", now: start)
-        try world.send(FactRequest(type: .billingIssue, originalTransactionId: "a1", gracePeriodExpiresDate: date("2024-02-17T00:00:00Z"),
-                                   effectiveDate: firstEnd), to: "u", now: firstEnd)
+        try world.send(.billingIssue(.init(originalTransactionID: "a1", gracePeriodExpiresDate: date("2024-02-17T00:00:00Z"),
+                                           effectiveDate: firstEnd)), to: "u", now: firstEnd)
         let inGrace = world.state("u", at: date("2024-02-10T00:00:00Z"))
         #expect(inGrace.subscriptions.map(\.status) == [.grace])
-        #expect(inGrace.entitlements == [.init(id: "pro", active: true, productId: IDs.monthly, expiresAt: date("2024-02-17T00:00:00Z"), source: "a1")])
+        #expect(inGrace.entitlements == [.init(id: "pro", active: true, productID: IDs.monthly, expiresAt: date("2024-02-17T00:00:00Z"), source: "a1")])
         #expect(world.state("u", at: date("2024-02-17T00:00:00Z")).subscriptions.map(\.status) == [.expired])
         // Billing recovers: the renewal wins.
         try world.send(renewal("a2", original: "a1", IDs.monthly, at: date("2024-02-12T00:00:00Z"), expires: date("2024-03-12T00:00:00Z")),
@@ -111,20 +111,21 @@ struct AutoRenewableExamples {
         var world = World()
         try world.send(purchase("a1", IDs.monthly, at: start, expires: firstEnd), to: "u", now: start)
         // Renewals arrive out of order; the latest purchase date wins, not the latest arrival.
-        try world.send(renewal("a3", original: "a1", IDs.yearly, at: date("2024-03-01T00:00:00Z"), expires: date("2025-03-01T00:00:00Z")), to: "u", now: start)
-        try world.send(renewal("a2", original: "a1", IDs.monthly, at: firstEnd, expires: date("2024-03-01T00:00:00Z")), to: "u", now: start)
+        let arrival = date("2024-03-01T00:00:00Z")
+        try world.send(renewal("a3", original: "a1", IDs.yearly, at: date("2024-03-01T00:00:00Z"), expires: date("2025-03-01T00:00:00Z")), to: "u", now: arrival)
+        try world.send(renewal("a2", original: "a1", IDs.monthly, at: firstEnd, expires: date("2024-03-01T00:00:00Z")), to: "u", now: arrival)
         let state = world.state("u", at: date("2024-06-01T00:00:00Z"))
-        #expect(state.subscriptions == [.init(group: "pro", productId: IDs.yearly, type: .autoRenewable, status: .active,
-                                              expiresAt: date("2025-03-01T00:00:00Z"), autoRenew: true, originalTransactionId: "a1")])
+        #expect(state.subscriptions == [.init(group: "pro", productID: IDs.yearly, type: .autoRenewable, status: .active,
+                                              expiresAt: date("2025-03-01T00:00:00Z"), autoRenew: true, originalTransactionID: "a1")])
         let earlier = world.state("u", at: date("2024-02-15T00:00:00Z"))
-        #expect(earlier.subscriptions.map(\.productId) == [IDs.monthly])
+        #expect(earlier.subscriptions.map(\.productID) == [IDs.monthly])
         #expect(earlier.entitlements.first?.source == "a2")
     }
 
     @Test func cancelledAutoRenewKeepsAccessToTheEnd() throws {
         var world = World()
         try world.send(purchase("a1", IDs.monthly, at: start, expires: firstEnd), to: "u", now: start)
-        try world.send(FactRequest(type: .autoRenewChange, originalTransactionId: "a1", effectiveDate: date("2024-01-10T00:00:00Z"), autoRenew: false),
+        try world.send(.autoRenewChange(.init(originalTransactionID: "a1", autoRenew: false, effectiveDate: date("2024-01-10T00:00:00Z"))),
                        to: "u", now: date("2024-01-10T00:00:00Z"))
         let state = world.state("u", at: date("2024-01-20T00:00:00Z"))
         #expect(state.subscriptions.map(\.autoRenew) == [false])
@@ -149,7 +150,7 @@ struct AutoRenewableExamples {
     @Test func storeExpiryEndsTheSubscriptionAndIsIdempotent() throws {
         var world = World()
         try world.send(purchase("a1", IDs.monthly, at: start, expires: firstEnd), to: "u", now: start)
-        let expiry = FactRequest(type: .expiry, originalTransactionId: "a1")
+        let expiry = FactRequest.expiry(.init(.subscription(originalTransactionID: "a1", end: nil)))
         #expect(try world.send(expiry, to: "u", now: firstEnd).events.count == 1)
         #expect(try world.send(expiry, to: "u", now: date("2024-02-02T00:00:00Z")).isDuplicate)
         #expect(world.state("u", at: date("2024-02-03T00:00:00Z")).subscriptions.map(\.status) == [.expired])
@@ -168,7 +169,7 @@ struct OwnershipExamples {
     let later = date("2024-01-20T00:00:00Z")
 
     func restore(_ transactionID: String, _ productID: String, device: String = "D2", expires: Date? = nil) -> RestoreRequest {
-        RestoreRequest(deviceId: device, transactions: [.init(transactionId: transactionID, productId: productID, purchaseDate: day, expiresDate: expires)])
+        RestoreRequest(deviceID: device, transactions: [.init(transactionID: transactionID, productID: productID, purchaseDate: day, expiresDate: expires)])
     }
 
     @Test func transferMovesTheOriginalWithEventsOnBothStreams() throws {
@@ -213,7 +214,7 @@ struct OwnershipExamples {
             try world.restore(restore("t1", IDs.level2), to: "bob", now: later)
         } throws: { error in
             let error = error as? LedgerError
-            return error?.code == "owned_by_other_subscriber" && error?.kind.httpStatus == 409
+            return error?.code == "owned_by_other_subscriber" && error?.kind == .conflict
                 && error?.field == "transactions[0].originalTransactionId"
         }
         #expect(world.history("bob").isEmpty)
@@ -246,15 +247,14 @@ struct OwnershipExamples {
         let second = try world.send(purchase("n2", IDs.level2, at: later), to: "u", now: later)
         #expect(second.events.map(\.type) == ["purchased"])
         let state = world.state("u", at: later)
-        #expect(state.purchases.map(\.transactionId) == ["n1", "n2"])
-        #expect(state.entitlements == [.init(id: "level2", active: true, productId: IDs.level2, expiresAt: nil, source: "n1")])
+        #expect(state.purchases.map(\.transactionID) == ["n1", "n2"])
+        #expect(state.entitlements == [.init(id: "level2", active: true, productID: IDs.level2, expiresAt: nil, source: "n1")])
     }
 
     @Test func consumablesAreRecordedWithQuantity() throws {
         var world = World()
-        var request = purchase("c1", IDs.coins, at: day)
-        request.quantity = 3
-        try world.send(request, to: "u", now: day)
+        let request = FactRequest.Purchase(transactionID: "c1", productID: IDs.coins, purchaseDate: day, quantity: 3)
+        try world.send(.purchase(request), to: "u", now: day)
         let state = world.state("u", at: later)
         #expect(state.purchases.map(\.quantity) == [3])
         #expect(state.entitlements.isEmpty)
@@ -265,7 +265,7 @@ struct OwnershipExamples {
         #expect(throws: LedgerError.unknownProduct("com.example.nope", field: "productId")) {
             try world.send(purchase("x", "com.example.nope", at: day), to: "u", now: day)
         }
-        #expect(LedgerError.unknownProduct("x", field: "productId").kind.httpStatus == 422)
+        #expect(LedgerError.unknownProduct("x", field: "productId").kind == .rule)
     }
 
     @Test func refundOfAnUnknownTransactionIs404() {
@@ -285,8 +285,7 @@ struct OwnershipExamples {
         #expect(try world.send(refund("n1", at: later), to: "u", now: later).events.count == 1)
         #expect(try world.send(refund("n1", at: later), to: "u", now: later).isDuplicate)
         #expect(world.history("u").count == 2)
-        var other = fact
-        other.productId = IDs.starter
+        let other = purchase("n1", IDs.starter, at: day)
         #expect(throws: LedgerError.self) { try world.send(other, to: "u", now: later) }
     }
 

@@ -36,17 +36,18 @@ enum IDs {
 
 func purchase(_ transactionID: String, _ productID: String, at purchaseDate: Date, expires: Date? = nil,
               original: String? = nil, device: String? = nil, autoRenew: Bool? = nil) -> FactRequest {
-    FactRequest(type: .purchase, transactionId: transactionID, originalTransactionId: original ?? transactionID,
-                productId: productID, purchaseDate: purchaseDate, expiresDate: expires, autoRenew: autoRenew, deviceId: device)
+    .purchase(FactRequest.Purchase(transactionID: transactionID, originalTransactionID: original ?? transactionID,
+                                   productID: productID, purchaseDate: purchaseDate, expiresDate: expires, autoRenew: autoRenew,
+                                   deviceID: device))
 }
 
 func renewal(_ transactionID: String, original: String, _ productID: String, at purchaseDate: Date, expires: Date) -> FactRequest {
-    FactRequest(type: .renewal, transactionId: transactionID, originalTransactionId: original, productId: productID,
-                purchaseDate: purchaseDate, expiresDate: expires)
+    .renewal(FactRequest.Renewal(transactionID: transactionID, originalTransactionID: original, productID: productID,
+                                 purchaseDate: purchaseDate, expiresDate: expires))
 }
 
 func refund(_ transactionID: String, at revocationDate: Date) -> FactRequest {
-    FactRequest(type: .refund, transactionId: transactionID, revocationDate: revocationDate)
+    .refund(FactRequest.Refund(transactionID: transactionID, revocationDate: revocationDate))
 }
 
 /// Several subscribers' streams and the ownership lookup, the way the Server

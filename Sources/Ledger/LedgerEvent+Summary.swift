@@ -4,12 +4,12 @@ import Foundation
 /// "Purchased com.example.pass.30d (transaction 1001) on device ABC".
 public func summary(of event: LedgerEvent) -> String {
     func on(_ fact: TransactionFact) -> String {
-        var text = " \(fact.productId) (transaction \(fact.transactionId)"
-        if fact.originalTransactionId != fact.transactionId { text += ", original \(fact.originalTransactionId)" }
+        var text = " \(fact.productID) (transaction \(fact.transactionID)"
+        if fact.originalTransactionID != fact.transactionID { text += ", original \(fact.originalTransactionID)" }
         text += ")"
         if fact.quantity > 1 { text += " ×\(fact.quantity)" }
         if let expires = fact.expiresDate { text += ", expires \(RFC3339.format(expires))" }
-        if let device = fact.deviceId { text += " on device \(device)" }
+        if let device = fact.deviceID { text += " on device \(device)" }
         if fact.environment == .sandbox { text += " [Sandbox]" }
         return text
     }
@@ -21,34 +21,34 @@ public func summary(of event: LedgerEvent) -> String {
     case .restored(let fact):
         return "Restored" + on(fact)
     case .refunded(let refund):
-        return "Refunded \(refund.productId) (transaction \(refund.transactionId)), access ended \(RFC3339.format(refund.revocationDate))"
+        return "Refunded \(refund.productID) (transaction \(refund.transactionID)), access ended \(RFC3339.format(refund.revocationDate))"
             + (refund.reason.map { ": \($0)" } ?? "")
     case .refundReversed(let reversal):
-        return "Refund of \(reversal.productId) (transaction \(reversal.transactionId)) reversed at \(RFC3339.format(reversal.date)); access restored"
+        return "Refund of \(reversal.productID) (transaction \(reversal.transactionID)) reversed at \(RFC3339.format(reversal.date)); access restored"
     case .renewalExtended(let renewalExtension):
-        return "Extended \(renewalExtension.productId) (transaction \(renewalExtension.transactionId)) to \(RFC3339.format(renewalExtension.expiresDate))"
+        return "Extended \(renewalExtension.productID) (transaction \(renewalExtension.transactionID)) to \(RFC3339.format(renewalExtension.expiresDate))"
             + (renewalExtension.environment == .sandbox ? " [Sandbox]" : "")
     case .expired(let expiry):
-        if let original = expiry.originalTransactionId {
-            return "Expired \(expiry.productId ?? expiry.group) (original transaction \(original)) at \(RFC3339.format(expiry.expiresDate))"
+        if let original = expiry.originalTransactionID {
+            return "Expired \(expiry.productID ?? expiry.group) (original transaction \(original)) at \(RFC3339.format(expiry.expiresDate))"
         }
         return "Coverage of group \(expiry.group) ended at \(RFC3339.format(expiry.expiresDate))"
     case .autoRenewChanged(let change):
-        return "Auto-renew turned \(change.autoRenew ? "on" : "off") for \(change.productId ?? "original transaction") (original transaction \(change.originalTransactionId))"
+        return "Auto-renew turned \(change.autoRenew ? "on" : "off") for \(change.productID ?? "original transaction") (original transaction \(change.originalTransactionID))"
     case .billingIssue(let issue):
         let grace = issue.gracePeriodExpiresDate.map { ", grace period until \(RFC3339.format($0))" } ?? ", no grace period"
-        return "Billing issue for original transaction \(issue.originalTransactionId)" + grace
+        return "Billing issue for original transaction \(issue.originalTransactionID)" + grace
     case .transferredOut(let transfer):
-        return "Transferred original transaction \(transfer.originalTransactionId) to subscriber \(transfer.toSubscriberId)"
+        return "Transferred original transaction \(transfer.originalTransactionID) to subscriber \(transfer.toSubscriberID)"
     case .transferredIn(let transfer):
-        let product = transfer.transaction.map { " (\($0.productId))" } ?? ""
-        return "Received original transaction \(transfer.originalTransactionId)\(product) from subscriber \(transfer.fromSubscriberId)"
+        let product = transfer.transaction.map { " (\($0.productID))" } ?? ""
+        return "Received original transaction \(transfer.originalTransactionID)\(product) from subscriber \(transfer.fromSubscriberID)"
     case .deviceSeen(let device):
-        return "Device \(device.deviceId) added"
+        return "Device \(device.deviceID) added"
     case .reminderSent(let delivery):
         return "Sent \(delivery.type == .expiryPrompt ? "expiry prompt" : "renewal reminder (\(delivery.lead) before)") for group \(delivery.group), coverage ends \(RFC3339.format(delivery.expiresAt))"
     case .reminderFailed(let delivery):
-        return "Reminder \(delivery.reminderId) attempt \(delivery.attempt) failed" + (delivery.error.map { ": \($0)" } ?? "")
+        return "Reminder \(delivery.reminderID) attempt \(delivery.attempt) failed" + (delivery.error.map { ": \($0)" } ?? "")
     case .unknown(let type, let version, _):
         return "Event \(type) (schema version \(version), not known to this version)"
     }

@@ -1,0 +1,94 @@
+import Foundation
+
+/// One fact to decide: the body of `POST /v1/subscribers/{id}/events`, one
+/// line of `subledger import`, or what an App Store notification or receipt
+/// means. Each type is its own command carrying exactly the fields it needs,
+/// required ones non-optional.
+public enum FactRequest: Sendable, Hashable {
+    case purchase(Purchase)
+    case renewal(Renewal)
+    case restore(Restore)
+    case refund(Refund)
+    case expiry(Expiry)
+    case autoRenewChange(AutoRenewChange)
+    case billingIssue(BillingIssue)
+    case refundReversal(RefundReversal)
+
+    /// The fact types by their JSON name; the first five are the HTTP
+    /// contract's, the last three are produced by the App Store integration.
+    public enum FactType: String, Sendable, Hashable, CaseIterable {
+        case purchase, renewal, restore, refund, expiry
+        case autoRenewChange, billingIssue, refundReversal
+    }
+
+    public var type: FactType {
+        switch self {
+        case .purchase: .purchase
+        case .renewal: .renewal
+        case .restore: .restore
+        case .refund: .refund
+        case .expiry: .expiry
+        case .autoRenewChange: .autoRenewChange
+        case .billingIssue: .billingIssue
+        case .refundReversal: .refundReversal
+        }
+    }
+
+    /// The transaction the fact names, if its type names one.
+    public var transactionID: String? {
+        switch self {
+        case .purchase(let purchase): purchase.transactionID
+        case .renewal(let renewal): renewal.transactionID
+        case .restore(let restore): restore.transaction.transactionID
+        case .refund(let refund): refund.transactionID
+        case .refundReversal(let reversal): reversal.transactionID
+        case .expiry, .autoRenewChange, .billingIssue: nil
+        }
+    }
+
+    /// The original transaction the fact names, if any.
+    public var originalTransactionID: String? {
+        switch self {
+        case .purchase(let purchase): purchase.originalTransactionID
+        case .renewal(let renewal): renewal.originalTransactionID
+        case .restore(let restore): restore.transaction.originalTransactionID
+        case .refund(let refund): refund.originalTransactionID
+        case .refundReversal(let reversal): reversal.originalTransactionID
+        case .expiry(let expiry): expiry.originalTransactionID
+        case .autoRenewChange(let change): change.originalTransactionID
+        case .billingIssue(let issue): issue.originalTransactionID
+        }
+    }
+
+    /// The product the fact names, if any.
+    public var productID: String? {
+        switch self {
+        case .purchase(let purchase): purchase.productID
+        case .renewal(let renewal): renewal.productID
+        case .restore(let restore): restore.transaction.productID
+        case .expiry(let expiry): expiry.productID
+        case .autoRenewChange(let change): change.productID
+        case .billingIssue(let issue): issue.productID
+        case .refund, .refundReversal: nil
+        }
+    }
+
+    public var environment: Environment {
+        switch self {
+        case .purchase(let purchase): purchase.environment
+        case .renewal(let renewal): renewal.environment
+        case .restore(let restore): restore.transaction.environment
+        case .refund(let refund): refund.environment
+        case .expiry(let expiry): expiry.environment
+        case .autoRenewChange(let change): change.environment
+        case .billingIssue(let issue): issue.environment
+        case .refundReversal(let reversal): reversal.environment
+        }
+    }
+
+    /// The transaction and original transaction ids whose owners the
+    /// decision may ask about: look these up before calling the `Decider`.
+    public var referencedTransactionIDs: Set<String> {
+        Set([transactionID, originalTransactionID].compactMap { $0 })
+    }
+}

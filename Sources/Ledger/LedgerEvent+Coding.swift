@@ -1,0 +1,64 @@
+import Foundation
+
+/// A stored event whose data does not decode as its known type says.
+public struct LedgerEventDecodingError: Error, Sendable, CustomStringConvertible {
+    public let type: String
+    public let schemaVersion: Int
+    public let detail: String
+
+    public var description: String { "cannot decode \(type) v\(schemaVersion) event: \(detail)" }
+}
+
+extension LedgerEvent {
+    /// The event's data as a JSON object (the payload; type and version are
+    /// stored beside it).
+    public func encodedData() throws -> Data {
+        let encoder = LedgerJSON.makeEncoder()
+        switch self {
+        case .purchased(let fact), .renewed(let fact), .restored(let fact): return try encoder.encode(fact)
+        case .refunded(let refund): return try encoder.encode(refund)
+        case .refundReversed(let reversal): return try encoder.encode(reversal)
+        case .renewalExtended(let renewalExtension): return try encoder.encode(renewalExtension)
+        case .expired(let expiry): return try encoder.encode(expiry)
+        case .autoRenewChanged(let change): return try encoder.encode(change)
+        case .billingIssue(let issue): return try encoder.encode(issue)
+        case .transferredOut(let transfer), .transferredIn(let transfer): return try encoder.encode(transfer)
+        case .deviceSeen(let device): return try encoder.encode(device)
+        case .reminderSent(let delivery), .reminderFailed(let delivery): return try encoder.encode(delivery)
+        case .unknown(_, _, let data): return data
+        }
+    }
+
+    /// Decodes a stored event. Unknown types, and versions newer than this
+    /// build knows, become `.unknown` (kept, shown, ignored by the fold);
+    /// a known type whose data does not decode throws.
+    public static func decode(type: String, schemaVersion: Int, data: Data) throws -> LedgerEvent {
+        guard schemaVersion <= currentSchemaVersion, let known = LedgerEventType(rawValue: type) else {
+            return .unknown(type: type, schemaVersion: schemaVersion, data: data)
+        }
+        let decoder = LedgerJSON.makeDecoder()
+        func payload<T: Decodable>(_: T.Type) throws -> T {
+            do {
+                return try decoder.decode(T.self, from: data)
+            } catch {
+                throw LedgerEventDecodingError(type: type, schemaVersion: schemaVersion, detail: "\(error)")
+            }
+        }
+        switch known {
+        case .purchased: return .purchased(try payload(TransactionFact.self))
+        case .renewed: return .renewed(try payload(TransactionFact.self))
+        case .restored: return .restored(try payload(TransactionFact.self))
+        case .refunded: return .refunded(try payload(RefundFact.self))
+        case .refundReversed: return .refundReversed(try payload(RefundReversal.self))
+        case .renewalExtended: return .renewalExtended(try payload(RenewalExtension.self))
+        case .expired: return .expired(try payload(ExpiryFact.self))
+        case .autoRenewChanged: return .autoRenewChanged(try payload(AutoRenewChange.self))
+        case .billingIssue: return .billingIssue(try payload(BillingIssue.self))
+        case .transferredOut: return .transferredOut(try payload(TransferFact.self))
+        case .transferredIn: return .transferredIn(try payload(TransferFact.self))
+        case .deviceSeen: return .deviceSeen(try payload(DeviceSeen.self))
+        case .reminderSent: return .reminderSent(try payload(ReminderDelivery.self))
+        case .reminderFailed: return .reminderFailed(try payload(ReminderDelivery.self))
+        }
+    }
+}

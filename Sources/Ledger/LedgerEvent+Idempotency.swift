@@ -1,0 +1,57 @@
+import Foundation
+
+extension LedgerEvent {
+    /// The key that makes the fact idempotent within a subscriber's stream
+    /// (PRODUCT.md): the transaction id for purchases, renewals and restores;
+    /// `refund:` + transaction id; `expiry:` + original transaction id (+ `@`
+    /// end when known) or `expiry:` + group + `@` + end; transfers and other
+    /// facts get keys derived from what identifies them.
+    public var idempotencyKey: String? {
+        switch self {
+        case .purchased(let fact), .renewed(let fact), .restored(let fact):
+            return fact.transactionID
+        case .refunded(let refund):
+            return Self.refundKey(transactionID: refund.transactionID)
+        case .refundReversed(let reversal):
+            return Self.refundReversalKey(transactionID: reversal.transactionID)
+        case .renewalExtended(let renewalExtension):
+            // The same transaction can be extended more than once, each time to a new end.
+            return "renewal-extended:\(renewalExtension.transactionID)@\(RFC3339.format(renewalExtension.expiresDate))"
+        case .expired(let expiry):
+            return Self.expiryKey(originalTransactionID: expiry.originalTransactionID, group: expiry.group,
+                                  end: expiry.expiresDate)
+        case .autoRenewChanged(let change):
+            return "auto-renew:\(change.originalTransactionID):\(change.autoRenew ? "on" : "off"):\(RFC3339.format(change.effectiveDate))"
+        case .billingIssue(let issue):
+            return "billing-issue:\(issue.originalTransactionID):\(RFC3339.format(issue.effectiveDate))"
+        case .transferredOut(let transfer):
+            return "transfer-out:\(transfer.originalTransactionID):\(transfer.fromSubscriberID)>\(transfer.toSubscriberID)@\(transfer.afterPosition)"
+        case .transferredIn(let transfer):
+            return "transfer-in:\(transfer.originalTransactionID):\(transfer.fromSubscriberID)>\(transfer.toSubscriberID)@\(transfer.afterPosition)"
+        case .deviceSeen(let device):
+            return "device:" + device.deviceID
+        case .reminderSent(let delivery):
+            return "reminder-sent:" + delivery.reminderID
+        case .reminderFailed(let delivery):
+            return "reminder-failed:\(delivery.reminderID):\(delivery.attempt)"
+        case .unknown:
+            return nil
+        }
+    }
+
+    /// `refund:` + transaction id: a transaction is refunded at most once.
+    static func refundKey(transactionID: String) -> String {
+        "refund:" + transactionID
+    }
+
+    /// `refund-reversed:` + transaction id.
+    static func refundReversalKey(transactionID: String) -> String {
+        "refund-reversed:" + transactionID
+    }
+
+    static func expiryKey(originalTransactionID: String?, group: String, end: Date?) -> String {
+        let end = end.map { "@" + RFC3339.format($0) } ?? ""
+        if let originalTransactionID { return "expiry:" + originalTransactionID + end }
+        return "expiry:" + group + end
+    }
+}
