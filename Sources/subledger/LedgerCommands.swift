@@ -131,7 +131,7 @@ struct Explain: AsyncParsableCommand {
             try printJSON(explanation)
             return
         }
-        print("\(explanation.subscriberId) at \(explanation.at)")
+        print("\(explanation.subscriberID) at \(RFC3339.format(explanation.at))")
         for entitlement in explanation.entitlements {
             print("\(entitlement.id): \(entitlement.active ? "active" : "not active")")
             for reason in entitlement.reasons { print("  - \(reason)") }

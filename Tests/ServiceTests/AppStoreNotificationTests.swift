@@ -210,7 +210,7 @@ struct AppStoreNotificationTests {
                 payload["expiresDate"] = 4_102_444_800_000  // 2100
                 let forged = [String(parts[0]), TestAppStore.base64URL(try JSONSerialization.data(withJSONObject: payload)), String(parts[2])]
                     .joined(separator: ".")
-                let data = NotificationData(bundleId: TestAppStore.bundleID, environment: .sandbox, signedTransactionInfo: forged)
+                let data = NotificationData(bundleID: TestAppStore.bundleID, environment: .sandbox, signedTransactionInfo: forged)
                 signed = try good.sign(NotificationPayload(notificationType: .didRenew, notificationUUID: UUID().uuidString,
                                                            signedDate: TestAppStore.signedDate, data: data))
                 code = "invalid_signature"
@@ -220,13 +220,13 @@ struct AppStoreNotificationTests {
             case .twoCertificates:
                 let payload = try TestAppStore.encoder.encode(NotificationPayload(
                     notificationType: .test, notificationUUID: UUID().uuidString, signedDate: TestAppStore.signedDate,
-                    data: NotificationData(bundleId: TestAppStore.bundleID, environment: .sandbox)))
+                    data: NotificationData(bundleID: TestAppStore.bundleID, environment: .sandbox)))
                 signed = try good.sign(payload: payload, header: ["alg": "ES256", "x5c": Array(try good.x5c.prefix(2))])
                 code = "invalid_certificate_chain"
             case .algorithmNone, .algorithmHS256:
                 let payload = try TestAppStore.encoder.encode(NotificationPayload(
                     notificationType: .test, notificationUUID: UUID().uuidString, signedDate: TestAppStore.signedDate,
-                    data: NotificationData(bundleId: TestAppStore.bundleID, environment: .sandbox)))
+                    data: NotificationData(bundleID: TestAppStore.bundleID, environment: .sandbox)))
                 signed = try good.sign(payload: payload, header: ["alg": forgery == .algorithmNone ? "none" : "HS256", "x5c": try good.x5c])
                 code = "unsupported_algorithm"
             case .leafWithoutMarker:
@@ -300,7 +300,7 @@ struct AppStoreNotificationTests {
 
     @Test func anUnattributedNotificationIsAppliedWhenItsOriginalIsClaimed() async throws {
         try await withAppStore { app in
-            var renewal = TestAppStore.subscription(transactionId: "3000000000000002", originalTransactionId: "3000000000000001",
+            var renewal = TestAppStore.subscription(transactionID: "3000000000000002", originalTransactionID: "3000000000000001",
                                                     purchaseDate: TestAppStore.date("2025-04-01T11:59:00Z"),
                                                     expiresDate: TestAppStore.date("2025-05-01T11:59:00Z"))
             renewal.appAccountToken = nil
@@ -322,9 +322,9 @@ struct AppStoreNotificationTests {
 
             // Later notifications about it go straight to the owner.
             var off = renewal
-            off.transactionId = "3000000000000002"
+            off.transactionID = "3000000000000002"
             let next = try await app.notify(.didChangeRenewalStatus, .autoRenewDisabled, transaction: off,
-                                            renewal: TestAppStore.renewalInfo(autoRenew: false, originalTransactionId: "3000000000000001"),
+                                            renewal: TestAppStore.renewalInfo(autoRenew: false, originalTransactionID: "3000000000000001"),
                                             signedDate: "2025-04-05T00:00:00Z")
             #expect(next.json["status"]?.string == "applied")
             #expect(next.json["subscriberId"]?.string == "bob")
@@ -334,7 +334,7 @@ struct AppStoreNotificationTests {
     /// The same as above when the original arrives through `subledger import`.
     @Test func anImportThatClaimsTheOriginalAppliesTheWaitingNotification() async throws {
         try await withAppStore { app in
-            var renewal = TestAppStore.subscription(transactionId: "3100000000000002", originalTransactionId: "3100000000000001",
+            var renewal = TestAppStore.subscription(transactionID: "3100000000000002", originalTransactionID: "3100000000000001",
                                                     purchaseDate: TestAppStore.date("2025-04-01T11:59:00Z"),
                                                     expiresDate: TestAppStore.date("2025-05-01T11:59:00Z"))
             renewal.appAccountToken = nil
@@ -377,10 +377,10 @@ struct AppStoreNotificationTests {
 
     // MARK: Fixtures
 
-    let first = TestAppStore.subscription(transactionId: "2000000000000001", originalTransactionId: "2000000000000001",
+    let first = TestAppStore.subscription(transactionID: "2000000000000001", originalTransactionID: "2000000000000001",
                                           purchaseDate: TestAppStore.date("2025-03-01T11:59:00Z"),
                                           expiresDate: TestAppStore.date("2025-04-01T11:59:00Z"))
-    let second = TestAppStore.subscription(transactionId: "2000000000000002", originalTransactionId: "2000000000000001",
+    let second = TestAppStore.subscription(transactionID: "2000000000000002", originalTransactionID: "2000000000000001",
                                            purchaseDate: TestAppStore.date("2025-04-01T11:59:00Z"),
                                            expiresDate: TestAppStore.date("2025-05-01T11:59:00Z"))
 
@@ -389,7 +389,7 @@ struct AppStoreNotificationTests {
     }
 
     func oneTime(_ id: String, product: String, type: TransactionInfo.ProductType, at purchase: String) -> TransactionInfo {
-        TransactionInfo(transactionId: id, originalTransactionId: id, bundleId: TestAppStore.bundleID, productId: product,
+        TransactionInfo(transactionID: id, originalTransactionID: id, bundleID: TestAppStore.bundleID, productID: product,
                         purchaseDate: TestAppStore.date(purchase), quantity: 1, type: type, appAccountToken: TestAppStore.subscriberID,
                         signedDate: TestAppStore.signedDate, environment: .sandbox)
     }
@@ -427,7 +427,7 @@ struct AppStoreApp: Sendable {
         return response
     }
 
-    func state(_ subscriber: String, at: String) async throws -> JSONDocument {
+    func state(_ subscriber: String, at: String) async throws -> JSONValue {
         let response = try await client.get("/v1/subscribers/\(subscriber)?at=\(at)")
         #expect(response.status == .ok, "\(response.text)")
         return response.json

@@ -69,7 +69,7 @@ struct ImportTests {
         // The imported facts read as the API's would.
         let ledger = SubscriberReader(dependencies)
         let ann = try await ledger.state(of: "ann", at: date("2025-01-10T00:00:00Z"))
-        #expect(ann.nonRenewingPeriods.map(\.transactionId) == ["i2"])
+        #expect(ann.nonRenewingPeriods.map(\.transactionID) == ["i2"])
         let cat = try await ledger.state(of: "cat")
         #expect(cat.activeEntitlementIDs == ["level2"])
         let ben = try await ledger.timeline(of: "ben")

@@ -37,7 +37,7 @@ struct ReminderProjectionTests {
             // A refund of the second period brings back the first end: its
             // reminders are pending again, the second end's cancelled.
             try await fixture.append("alice", [.refunded(RefundFact(
-                transactionId: "t2", originalTransactionId: "t2", productId: ReminderFixture.passProduct, revocationDate: now))])
+                transactionID: "t2", originalTransactionID: "t2", productID: ReminderFixture.passProduct, revocationDate: now))])
             try await fixture.project()
             let statuses = try await fixture.rows().map { "\($0.lead)@\(abs($0.expiresAt.timeIntervalSince(firstEnd)) < 0.002 ? 1 : 2):\($0.status.rawValue)" }
             #expect(statuses == ["P7D@1:pending", "P1D@1:pending", "P0D@1:pending",
@@ -96,8 +96,8 @@ struct ReminderProjectionTests {
                 case 0, 1:
                     event = ReminderFixture.pass("p\(sequence)", at: now - Double(Int.random(in: 0..<40, using: &generator)) * 86_400)
                 case 2:
-                    event = .refunded(RefundFact(transactionId: "p\(max(1, sequence - Int.random(in: 1...6, using: &generator)))",
-                                                 originalTransactionId: "x", productId: ReminderFixture.passProduct, revocationDate: now))
+                    event = .refunded(RefundFact(transactionID: "p\(max(1, sequence - Int.random(in: 1...6, using: &generator)))",
+                                                 originalTransactionID: "x", productID: ReminderFixture.passProduct, revocationDate: now))
                 case 3:
                     event = ReminderFixture.monthly("m\(subscriber)", at: now - 20 * 86_400, expires: now + Double(round) * 3600, transactionID: "m\(sequence)")
                 default:
@@ -112,7 +112,7 @@ struct ReminderProjectionTests {
             for (index, row) in pending.enumerated() {
                 let id = try row.decode(String.self, at: 0)
                 let subscriber = try row.decode(String.self, at: 1)
-                let delivery = ReminderDelivery(reminderId: id, type: .renewalReminder, group: "pass", productId: ReminderFixture.passProduct,
+                let delivery = ReminderDelivery(reminderID: id, type: .renewalReminder, group: "pass", productID: ReminderFixture.passProduct,
                                                 expiresAt: now, lead: .zero, dueAt: now, date: now, attempt: 3, error: index == 1 ? "HTTP 500" : nil)
                 try await fixture.append(subscriber, [index == 0 ? .reminderSent(delivery) : .reminderFailed(delivery)])
             }
@@ -158,7 +158,7 @@ struct ReminderProjectionTests {
         let end = Date(timeIntervalSince1970: 1_800_000_000)
         func desired(_ lead: ISODuration, _ end: Date) -> DesiredReminder {
             DesiredReminder(id: Coverage.reminderID(subscriberID: "s", group: "g", end: end, lead: lead), type: lead.isZero ? .expiryPrompt : .renewalReminder,
-                            subscriberId: "s", group: "g", productId: "p", expiresAt: end, lead: lead, dueAt: lead.subtracted(from: end))
+                            subscriberID: "s", group: "g", productID: "p", expiresAt: end, lead: lead, dueAt: lead.subtracted(from: end))
         }
         var schedule = ReminderSchedule([])
         let week = ISODuration(days: 7)
@@ -213,18 +213,18 @@ struct ReminderFixture: Sendable {
     }
 
     static func pass(_ transactionID: String, at purchaseDate: Date) -> LedgerEvent {
-        .purchased(TransactionFact(transactionId: transactionID, originalTransactionId: transactionID, productId: passProduct,
+        .purchased(TransactionFact(transactionID: transactionID, originalTransactionID: transactionID, productID: passProduct,
                                    productType: .nonRenewing, group: "pass", duration: ISODuration(days: 30), purchaseDate: purchaseDate))
     }
 
     static func monthly(_ original: String, at purchaseDate: Date, expires: Date, transactionID: String? = nil) -> LedgerEvent {
-        .purchased(TransactionFact(transactionId: transactionID ?? original, originalTransactionId: original, productId: monthlyProduct,
+        .purchased(TransactionFact(transactionID: transactionID ?? original, originalTransactionID: original, productID: monthlyProduct,
                                    productType: .autoRenewable, group: "pro", purchaseDate: purchaseDate, expiresDate: expires,
                                    autoRenew: true))
     }
 
     static func autoRenew(_ original: String, _ on: Bool, at date: Date) -> LedgerEvent {
-        .autoRenewChanged(AutoRenewChange(originalTransactionId: original, productId: monthlyProduct, autoRenew: on, effectiveDate: date))
+        .autoRenewChanged(AutoRenewChange(originalTransactionID: original, productID: monthlyProduct, autoRenew: on, effectiveDate: date))
     }
 
     func append(_ subscriberID: String, _ events: [LedgerEvent]) async throws {

@@ -74,8 +74,8 @@ extension TestClientProtocol {
 }
 
 extension TestResponse {
-    var json: JSONDocument {
-        (try? JSONDecoder().decode(JSONDocument.self, from: Data(body.readableBytesView))) ?? .null
+    var json: JSONValue {
+        (try? JSONDecoder().decode(JSONValue.self, from: Data(body.readableBytesView))) ?? .null
     }
 
     var text: String { String(decoding: body.readableBytesView, as: UTF8.self) }
@@ -86,11 +86,11 @@ extension TestResponse {
     }
 }
 
-extension JSONDocument {
+extension JSONValue {
     var string: String? { if case .string(let value) = self { value } else { nil } }
     var int: Int64? { if case .integer(let value) = self { value } else { nil } }
     var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
-    var array: [JSONDocument] { if case .array(let value) = self { value } else { [] } }
+    var array: [JSONValue] { if case .array(let value) = self { value } else { [] } }
     var keys: Set<String> { if case .object(let fields) = self { Set(fields.keys) } else { [] } }
 }
 

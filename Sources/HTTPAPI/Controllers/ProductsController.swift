@@ -84,9 +84,9 @@ struct ProductsController {
         var deviceID: String?
 
         static func parse(_ data: Data) throws(LedgerError) -> InvalidReport {
-            let document: JSONDocument
+            let document: JSONValue
             do {
-                document = try JSONDecoder().decode(JSONDocument.self, from: data)
+                document = try JSONDecoder().decode(JSONValue.self, from: data)
             } catch {
                 throw LedgerError(kind: .badRequest, code: "invalid_json", message: "The body is not valid JSON.")
             }

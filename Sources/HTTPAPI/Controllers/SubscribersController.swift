@@ -34,7 +34,7 @@ struct SubscribersController {
             var position: Int64
             var type: String
             var recordedAt: Date
-            var data: JSONDocument
+            var data: JSONValue
             var source: String?
             var summary: String
         }

@@ -11,8 +11,7 @@ enum RequestInput {
             throw LedgerError(kind: .badRequest, code: "invalid_field",
                               message: "Field 'subscriberId' must be a percent-encoded path segment.", field: "subscriberId")
         }
-        try SubscriberStreams.validate(subscriberID: decoded)
-        return decoded
+        return try InputLimits.validateSubscriberID(decoded)
     }
 
     /// The request body, at most the configured limit (413 beyond it).

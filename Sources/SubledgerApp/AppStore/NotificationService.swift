@@ -73,7 +73,7 @@ public struct NotificationService: Sendable {
         // A claim may have committed between the owner lookup and the pending
         // row, missing it in its sweep; and an applied notification may have
         // claimed the original others were waiting for. Sweep either way.
-        if row.status == .pending || row.status == .applied, let original = facts.originalTransactionId {
+        if row.status == .pending || row.status == .applied, let original = facts.originalTransactionID {
             await applyPending(originalTransactionIDs: [original])
         }
         return Receipt(notificationUUID: facts.notificationUUID, status: row.status, duplicate: false, subscriberID: row.subscriberID)
@@ -82,11 +82,11 @@ public struct NotificationService: Sendable {
     /// The subscriber per PRODUCT.md: the `appAccountToken`, else the owner of
     /// the original transaction, else nobody yet.
     func attribute(_ facts: NotificationFacts) async throws -> (String?, NotificationAttribution) {
-        if let hint = facts.subscriberHint, (try? SubscriberStreams.validate(subscriberID: hint)) != nil {
-            return (hint, .appAccountToken)
+        if let hint = facts.subscriberHint, let subscriberID = try? InputLimits.validateSubscriberID(hint) {
+            return (subscriberID, .appAccountToken)
         }
-        guard let original = facts.originalTransactionId else { return (nil, .none) }
-        if let owner = try await owner(of: original, transactionID: facts.transactionId) {
+        guard let original = facts.originalTransactionID else { return (nil, .none) }
+        if let owner = try await owner(of: original, transactionID: facts.transactionID) {
             return (owner, .transactionOwner)
         }
         return (nil, .unattributed)
@@ -150,8 +150,8 @@ public struct NotificationService: Sendable {
             }
             return
         }
-        guard let original = facts.originalTransactionId,
-              let owner = try await owner(of: original, transactionID: facts.transactionId) else { return }
+        guard let original = facts.originalTransactionID,
+              let owner = try await owner(of: original, transactionID: facts.transactionID) else { return }
         var status = NotificationStatus.applied
         var refusal: LedgerError?
         let commands = facts.facts.map { WriteCommand.fact($0, subscriberID: owner, source: FactSource.appStore) }

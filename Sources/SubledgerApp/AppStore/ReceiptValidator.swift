@@ -30,9 +30,9 @@ struct ReceiptValidator: Sendable {
 
     /// One in-app purchase of the receipt (`latest_receipt_info` or `in_app`).
     struct Transaction: Sendable, Hashable {
-        var transactionId: String
-        var originalTransactionId: String
-        var productId: String
+        var transactionID: String
+        var originalTransactionID: String
+        var productID: String
         var purchaseDate: Date
         var expiresDate: Date?
         var cancellationDate: Date?
@@ -167,10 +167,10 @@ struct ReceiptValidator: Sendable {
         var seen = Set<String>()
         var transactions: [Transaction] = []
         for entry in latest + inApp {
-            guard let transaction = transaction(entry), seen.insert(transaction.transactionId).inserted else { continue }
+            guard let transaction = transaction(entry), seen.insert(transaction.transactionID).inserted else { continue }
             transactions.append(transaction)
         }
-        return transactions.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+        return transactions.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
     }
 
     static func transaction(_ entry: [String: Any]) -> Transaction? {
@@ -184,8 +184,8 @@ struct ReceiptValidator: Sendable {
         }
         guard let transactionID = string("transaction_id"), let productID = string("product_id"),
               let purchaseDate = date("purchase_date_ms") else { return nil }
-        return Transaction(transactionId: transactionID, originalTransactionId: string("original_transaction_id") ?? transactionID,
-                           productId: productID, purchaseDate: purchaseDate, expiresDate: date("expires_date_ms"),
+        return Transaction(transactionID: transactionID, originalTransactionID: string("original_transaction_id") ?? transactionID,
+                           productID: productID, purchaseDate: purchaseDate, expiresDate: date("expires_date_ms"),
                            cancellationDate: date("cancellation_date_ms"), quantity: string("quantity").flatMap { Int($0) })
     }
 
@@ -205,18 +205,17 @@ struct ReceiptService: Sendable {
     /// with the receipt's environment in one batch, all of it or none of it,
     /// and answers the subscriber's state.
     func record(receiptData: String, deviceID: String?, subscriberID: String) async throws -> SubscriberState {
-        try SubscriberStreams.validate(subscriberID: subscriberID)
+        let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
         let receipt = try await validator.validate(receiptData: receiptData)
-        var commands = [WriteCommand]()
-        for fact in Self.facts(receipt, catalog: writer.catalog, deviceID: deviceID) {
-            guard let productID = fact.productId, writer.catalog.product(id: productID) != nil else {
-                // A product the catalog does not sell (any more): the rest of the receipt still counts.
-                validator.logger.warning("receipt transaction skipped: product not in the catalog", metadata: [
-                    "subscriber.id": "\(subscriberID)", "transaction.id": "\(fact.transactionId ?? "")", "product.id": "\(fact.productId ?? "")",
-                ])
-                continue
-            }
-            commands.append(.fact(fact, subscriberID: subscriberID, source: FactSource.appStore))
+        for transaction in receipt.transactions where writer.catalog.product(id: transaction.productID) == nil {
+            // A product the catalog does not sell (any more): the rest of the receipt still counts.
+            validator.logger.warning("receipt transaction skipped: product not in the catalog", metadata: [
+                "subscriber.id": "\(subscriberID)", "transaction.id": "\(transaction.transactionID)",
+                "product.id": "\(transaction.productID)",
+            ])
+        }
+        let commands = Self.facts(receipt, catalog: writer.catalog, deviceID: deviceID).map {
+            WriteCommand.fact($0, subscriberID: subscriberID, source: FactSource.appStore)
         }
         if !commands.isEmpty {
             _ = try await writer.write(WriteBatch(commands))
@@ -226,28 +225,36 @@ struct ReceiptService: Sendable {
 
     /// The facts of a receipt: the first transaction of an original is a
     /// purchase; later ones are renewals (auto-renewables) or restores;
-    /// a cancellation date adds a refund.
+    /// a cancellation date adds a refund. Products the catalog does not sell are left out.
     static func facts(_ receipt: ReceiptValidator.Validated, catalog: Catalog, deviceID: String?) -> [FactRequest] {
         var facts: [FactRequest] = []
         for transaction in receipt.transactions {
-            let product = catalog.product(id: transaction.productId)
-            let isFirst = transaction.transactionId == transaction.originalTransactionId
-            let type: FactRequest.FactType = switch (isFirst, product?.type) {
-            case (true, _): .purchase
-            case (false, .autoRenewable?): .renewal
-            case (false, let type?) where type.isRestorable: .restore
-            default: .purchase
+            guard let product = catalog.product(id: transaction.productID) else { continue }
+            let isFirst = transaction.transactionID == transaction.originalTransactionID
+            let quantity = transaction.quantity.flatMap { $0 >= 1 ? $0 : nil } ?? 1
+            switch (isFirst, product.type) {
+            case (false, .autoRenewable) where transaction.expiresDate != nil:
+                facts.append(.renewal(.init(
+                    transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
+                    productID: transaction.productID, purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate!,
+                    quantity: quantity, deviceID: deviceID, environment: receipt.environment)))
+            case (false, let type) where type.isRestorable && type != .autoRenewable:
+                facts.append(.restore(.init(
+                    transaction: RestoreRequest.Transaction(
+                        transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
+                        productID: transaction.productID, purchaseDate: transaction.purchaseDate, environment: receipt.environment),
+                    deviceID: deviceID)))
+            default:
+                facts.append(.purchase(.init(
+                    transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
+                    productID: transaction.productID, purchaseDate: transaction.purchaseDate,
+                    expiresDate: product.type == .autoRenewable ? transaction.expiresDate : nil,
+                    quantity: quantity, deviceID: deviceID, environment: receipt.environment)))
             }
-            facts.append(FactRequest(
-                type: type, transactionId: transaction.transactionId, originalTransactionId: transaction.originalTransactionId,
-                productId: transaction.productId, purchaseDate: transaction.purchaseDate,
-                expiresDate: product?.type == .autoRenewable ? transaction.expiresDate : nil,
-                environment: receipt.environment, deviceId: deviceID, quantity: transaction.quantity.flatMap { $0 >= 1 ? $0 : nil }))
             if let cancelled = transaction.cancellationDate {
-                facts.append(FactRequest(type: .refund, transactionId: transaction.transactionId,
-                                         originalTransactionId: transaction.originalTransactionId, productId: transaction.productId,
-                                         revocationDate: cancelled, reason: "cancelled by the App Store",
-                                         environment: receipt.environment))
+                facts.append(.refund(.init(
+                    transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
+                    revocationDate: cancelled, reason: "cancelled by the App Store", environment: receipt.environment)))
             }
         }
         return facts

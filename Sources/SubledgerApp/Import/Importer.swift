@@ -97,8 +97,8 @@ public struct Importer: Sendable {
             guard line.text.contains(where: { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0D) }) else { continue }
             summary.lines += 1
             do {
-                let (subscriberID, request) = try FactRequest.parseImportLine(line.text)
-                try SubscriberStreams.validate(subscriberID: subscriberID)
+                let (parsedID, request) = try FactRequest.parseImportLine(line.text)
+                let subscriberID = try InputLimits.validateSubscriberID(parsedID)
                 commands.append(.fact(request, subscriberID: subscriberID, source: FactSource.import))
                 numbers.append(line.number)
             } catch {

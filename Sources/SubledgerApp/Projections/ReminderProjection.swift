@@ -95,9 +95,9 @@ public struct ReminderProjection: EventConsumer {
             clock = max(clock, event.recordedAt)
             switch recorded.event {
             case .reminderSent(let delivery):
-                schedule.markSent(delivery.reminderId)
+                schedule.markSent(delivery.reminderID)
             case .reminderFailed(let delivery):
-                schedule.markFailed(delivery.reminderId)
+                schedule.markFailed(delivery.reminderID)
             default:
                 schedule.schedule(Coverage.desiredReminders(of: ledger, catalog: catalog, now: clock), now: clock)
             }

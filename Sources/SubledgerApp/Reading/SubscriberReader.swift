@@ -26,7 +26,7 @@ public struct SubscriberReader: Sendable {
 
     /// A subscriber's stream; `subscriber_not_found` when it has none.
     func history(of subscriberID: String) async throws -> SubscriberHistory {
-        try SubscriberStreams.validate(subscriberID: subscriberID)
+        let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
         let history = try SubscriberHistory(subscriberID: subscriberID,
                                             stored: try await store.readStream(SubscriberStreams.streamID(for: subscriberID)))
         guard history.exists else {

@@ -8,7 +8,7 @@ public struct TimelineEntry: Sendable, Encodable {
     public var position: Int64
     public var type: String
     public var recordedAt: Date
-    public var data: JSONDocument
+    public var data: JSONValue
     public var source: String?
     public var summary: String
 
@@ -21,7 +21,7 @@ public struct TimelineEntry: Sendable, Encodable {
         position = stored.position
         type = stored.type
         recordedAt = stored.recordedAt
-        data = (try? JSONDecoder().decode(JSONDocument.self, from: stored.data)) ?? .null
+        data = (try? JSONDecoder().decode(JSONValue.self, from: stored.data)) ?? .null
         source = stored.metadata.source ?? event.event.source
         summary = event.event.summary
     }

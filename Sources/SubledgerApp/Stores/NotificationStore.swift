@@ -57,7 +57,7 @@ enum NotificationStore {
                 transaction_id, original_transaction_id, product_id, subscriber_id, attribution, status,
                 error_code, error_message, summary, signed_payload, applied_at)
             VALUES (\(facts.notificationUUID), \(facts.notificationType.rawValue), \(facts.subtype?.rawValue), \(facts.signedDate),
-                \(facts.environment.rawValue), \(facts.transactionId), \(facts.originalTransactionId), \(facts.productId),
+                \(facts.environment.rawValue), \(facts.transactionID), \(facts.originalTransactionID), \(facts.productID),
                 \(row.subscriberID), \(row.attribution.rawValue), \(row.status.rawValue),
                 \(row.error?.code), \(row.error?.message), \(facts.summary), \(row.signedPayload), \(appliedAt))
             \(unsafeRaw: ifAbsent ? "ON CONFLICT (notification_uuid) DO NOTHING" : "")

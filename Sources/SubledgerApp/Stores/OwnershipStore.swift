@@ -117,10 +117,10 @@ struct OwnershipStore: Sendable {
         events.compactMap { event -> TransactionRow? in
             switch event {
             case .purchased(let fact), .renewed(let fact), .restored(let fact):
-                TransactionRow(transactionID: fact.transactionId, originalTransactionID: fact.originalTransactionId, subscriberID: subscriberID)
+                TransactionRow(transactionID: fact.transactionID, originalTransactionID: fact.originalTransactionID, subscriberID: subscriberID)
             case .transferredIn(let transfer):
                 transfer.transaction.map {
-                    TransactionRow(transactionID: $0.transactionId, originalTransactionID: $0.originalTransactionId, subscriberID: subscriberID)
+                    TransactionRow(transactionID: $0.transactionID, originalTransactionID: $0.originalTransactionID, subscriberID: subscriberID)
                 }
             default:
                 nil

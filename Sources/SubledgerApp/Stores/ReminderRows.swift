@@ -14,8 +14,8 @@ enum ReminderRows {
         let lead = try row.decode(String.self, at: 5)
         let reminder = DesiredReminder(
             id: try row.decode(String.self, at: 0), type: ReminderType(rawValue: type) ?? .renewalReminder,
-            subscriberId: try row.decode(String.self, at: 1), group: try row.decode(String.self, at: 2),
-            productId: try row.decode(String.self, at: 3), expiresAt: try row.decode(Date.self, at: 6),
+            subscriberID: try row.decode(String.self, at: 1), group: try row.decode(String.self, at: 2),
+            productID: try row.decode(String.self, at: 3), expiresAt: try row.decode(Date.self, at: 6),
             lead: (try? ISODuration(parsing: lead)) ?? .zero, dueAt: try row.decode(Date.self, at: 7))
         return (reminder, ReminderStatus(rawValue: status) ?? .pending, try row.decode(Int.self, at: 9), try row.decode(String?.self, at: 10))
     }
@@ -40,7 +40,7 @@ enum ReminderRows {
             var expires_at, due_at: Date
         }
         let rows = reminders.map {
-            Row(id: $0.reminder.id, subscriber_id: subscriberID, group: $0.reminder.group, product_id: $0.reminder.productId,
+            Row(id: $0.reminder.id, subscriber_id: subscriberID, group: $0.reminder.group, product_id: $0.reminder.productID,
                 type: $0.reminder.type.rawValue, lead: $0.reminder.lead.description, status: $0.status.rawValue,
                 expires_at: $0.reminder.expiresAt, due_at: $0.reminder.dueAt)
         }

@@ -6,16 +6,21 @@ import Postgres
 /// delivery went.
 public struct ReminderView: Sendable, Equatable, Encodable {
     public var id: String
-    public var subscriberId: String
+    public var subscriberID: String
     public var type: ReminderType
     public var group: String
-    public var productId: String
+    public var productID: String
     public var expiresAt: Date
     public var lead: ISODuration
     public var dueAt: Date
     public var status: ReminderStatus
     public var attempts: Int
-    public var lastError: String?
+    @ExplicitNull public var lastError: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, subscriberID = "subscriberId", type, group, productID = "productId", expiresAt, lead, dueAt, status
+        case attempts, lastError
+    }
 
     /// As the subscriber state shows it.
     public var stateReminder: SubscriberState.Reminder {
@@ -80,29 +85,8 @@ public struct ReminderStore: Sendable {
 
     static func view(_ row: PostgresRow) throws -> ReminderView {
         let (reminder, status, attempts, lastError) = try ReminderRows.reminder(row)
-        return ReminderView(id: reminder.id, subscriberId: reminder.subscriberId, type: reminder.type, group: reminder.group,
-                            productId: reminder.productId, expiresAt: reminder.expiresAt, lead: reminder.lead,
+        return ReminderView(id: reminder.id, subscriberID: reminder.subscriberID, type: reminder.type, group: reminder.group,
+                            productID: reminder.productID, expiresAt: reminder.expiresAt, lead: reminder.lead,
                             dueAt: reminder.dueAt, status: status, attempts: attempts, lastError: lastError)
-    }
-}
-
-extension ReminderView {
-    enum CodingKeys: String, CodingKey {
-        case id, subscriberId, type, group, productId, expiresAt, lead, dueAt, status, attempts, lastError
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(subscriberId, forKey: .subscriberId)
-        try container.encode(type, forKey: .type)
-        try container.encode(group, forKey: .group)
-        try container.encode(productId, forKey: .productId)
-        try container.encode(RFC3339.format(expiresAt), forKey: .expiresAt)
-        try container.encode(lead, forKey: .lead)
-        try container.encode(RFC3339.format(dueAt), forKey: .dueAt)
-        try container.encode(status, forKey: .status)
-        try container.encode(attempts, forKey: .attempts)
-        try container.encode(lastError, forKey: .lastError)
     }
 }

@@ -15,17 +15,6 @@ public enum SubscriberStreams {
         subscriberID + "\u{1F}" + ledgerKey
     }
 
-    /// Checks a subscriber id from a path or an import line.
-    public static func validate(subscriberID: String, field: String = "subscriberId") throws(LedgerError) {
-        guard !subscriberID.isEmpty, subscriberID.count <= 200,
-              !subscriberID.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        else {
-            throw LedgerError(kind: .badRequest, code: "invalid_field",
-                              message: "Field '\(field)' must be 1 to 200 characters without control characters.",
-                              field: field)
-        }
-    }
-
     /// The events to append for ledger events decided for `subscriberID`.
     package static func newEvents(_ events: [LedgerEvent], subscriberID: String, source: String) throws -> [NewEvent] {
         try events.map { event in

@@ -155,7 +155,7 @@ public struct ReminderDispatcher: Service {
     /// Steps 2 and 3 for one claimed reminder.
     func deliver(_ claimed: Claim, to url: String) async {
         var metadata: Logger.Metadata = [
-            "reminder.id": "\(claimed.reminder.id)", "subscriber.id": "\(claimed.reminder.subscriberId)",
+            "reminder.id": "\(claimed.reminder.id)", "subscriber.id": "\(claimed.reminder.subscriberID)",
             "reminder.attempt": "\(claimed.attempt)",
         ]
         let outcome: Result<Void, DeliveryFailure>
@@ -235,9 +235,9 @@ public struct ReminderDispatcher: Service {
     func recordSent(_ claimed: Claim) async throws {
         let reminder = claimed.reminder
         let event = LedgerEvent.reminderSent(ReminderDelivery(
-            reminderId: reminder.id, type: reminder.type, group: reminder.group, productId: reminder.productId,
+            reminderID: reminder.id, type: reminder.type, group: reminder.group, productID: reminder.productID,
             expiresAt: reminder.expiresAt, lead: reminder.lead, dueAt: reminder.dueAt, date: Date(), attempt: claimed.attempt))
-        try await deliveries.markSent(reminder.id, subscriberID: reminder.subscriberId, event: event)
+        try await deliveries.markSent(reminder.id, subscriberID: reminder.subscriberID, event: event)
     }
 
     /// Step 3, failure: retry after a backoff, or give up after the last
@@ -246,11 +246,11 @@ public struct ReminderDispatcher: Service {
         let reminder = claimed.reminder
         if claimed.attempt >= settings.maximumAttempts {
             let event = LedgerEvent.reminderFailed(ReminderDelivery(
-                reminderId: reminder.id, type: reminder.type, group: reminder.group, productId: reminder.productId,
+                reminderID: reminder.id, type: reminder.type, group: reminder.group, productID: reminder.productID,
                 expiresAt: reminder.expiresAt, lead: reminder.lead, dueAt: reminder.dueAt, date: Date(),
                 attempt: claimed.attempt, error: error))
             return try await deliveries.markFailed(reminder.id, token: claimed.token, error: error,
-                                                   subscriberID: reminder.subscriberId, event: event)
+                                                   subscriberID: reminder.subscriberID, event: event)
         }
         try await deliveries.scheduleRetry(reminder.id, token: claimed.token, after: backoff(afterAttempt: claimed.attempt), error: error)
         return false

@@ -78,15 +78,6 @@ struct BatchWork {
         }
     }
 
-    /// Where the first copy of a duplicate command is.
-    func duplicatePosition(of command: WriteCommand) -> Int64 {
-        let history = streams[command.subscriberID]?.history ?? []
-        switch command.request {
-        case .fact(let request): return DuplicatePosition.of(request, in: history)
-        case .restore: return history.last?.position ?? 0
-        }
-    }
-
     /// Applies a decision in memory, so the commands after it see it.
     mutating func apply(_ decision: Decision, of command: Int, for subscriberID: String, now: Date) {
         append(decision.events, to: subscriberID, command: command, now: now)
@@ -178,8 +169,8 @@ extension WriteCommand {
     /// The transaction ids whose owners the decision may ask about.
     var referencedTransactionIDs: Set<String> {
         switch request {
-        case .fact(let request): Set([request.transactionId, request.originalTransactionId].compactMap { $0 })
-        case .restore(let request): Set(request.transactions.flatMap { [$0.transactionId, $0.originalTransactionId] })
+        case .fact(let request): request.referencedTransactionIDs
+        case .restore(let request): request.referencedTransactionIDs
         }
     }
 }

@@ -57,7 +57,8 @@ public struct LedgerWriter: Sendable {
     }
 
     private func writeOne(_ command: WriteCommand, alongside: WriteBatch.Alongside?) async throws -> WriteResult {
-        try SubscriberStreams.validate(subscriberID: command.subscriberID)
+        var command = command
+        command.subscriberID = try InputLimits.validateSubscriberID(command.subscriberID)
         var result = try await write(WriteBatch([command], alongside: alongside))
         if !result.knowsLedger(of: command.subscriberID) {
             // A concurrent copy of this fact was stored first: decide again, and answer as it did.
@@ -131,7 +132,7 @@ public struct LedgerWriter: Sendable {
             }
             if decision.isDuplicate {
                 Self.factsDuplicate.increment()
-                work.outcomes[index] = .duplicate(position: work.duplicatePosition(of: command))
+                work.outcomes[index] = .duplicate(position: decision.duplicatePosition ?? 0)
                 continue
             }
             for transfer in decision.transfers where !work.hasStream(transfer.fromSubscriberID) {
