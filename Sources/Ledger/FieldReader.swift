@@ -3,9 +3,19 @@ import Foundation
 /// Reads typed fields out of a JSON object, throwing a `LedgerError` that
 /// names the field (with `prefix`, e.g. `transactions[2].`). `null` counts as
 /// absent; unknown keys are ignored so clients can send more than we read.
-struct FieldReader {
+public struct FieldReader: Sendable {
     let fields: [String: JSONValue]
     let prefix: String
+
+    public init(fields: [String: JSONValue], prefix: String = "") {
+        self.fields = fields
+        self.prefix = prefix
+    }
+
+    /// A reader of a request body that must be a JSON object.
+    public init(body: Data) throws(LedgerError) {
+        self.init(fields: try Self.object(from: body))
+    }
 
     static func object(from data: Data) throws(LedgerError) -> [String: JSONValue] {
         switch JSONValue.parse(data) {
@@ -17,7 +27,7 @@ struct FieldReader {
         }
     }
 
-    func name(_ key: String) -> String { prefix + key }
+    public func name(_ key: String) -> String { prefix + key }
 
     private func value(_ key: String) -> JSONValue? {
         switch fields[key] {
@@ -27,7 +37,7 @@ struct FieldReader {
     }
 
     /// A name out of a fixed list (`type`), checked by the caller.
-    func string(_ key: String, maxLength: Int = 256) throws(LedgerError) -> String? {
+    public func string(_ key: String, maxLength: Int = 256) throws(LedgerError) -> String? {
         guard let value = value(key) else { return nil }
         guard case .string(let text) = value, !text.isEmpty, text.utf8.count <= maxLength else {
             throw .invalidField(name(key), expected: "a non-empty string of at most \(maxLength) bytes",
@@ -39,7 +49,7 @@ struct FieldReader {
     /// An identifier (`transactionId`, `productId`, `deviceId`...): 1–200
     /// bytes of UTF-8 without control characters, returned in NFC
     /// (`InputLimits`).
-    func identifier(_ key: String) throws(LedgerError) -> String? {
+    public func identifier(_ key: String) throws(LedgerError) -> String? {
         guard let value = value(key) else { return nil }
         guard case .string(let text) = value else {
             throw .invalidField(name(key), expected: "a string of 1 to 200 bytes of UTF-8 without control characters",
@@ -48,13 +58,13 @@ struct FieldReader {
         return try InputLimits.identifier(text, field: name(key))
     }
 
-    func requiredIdentifier(_ key: String, for purpose: String) throws(LedgerError) -> String {
+    public func requiredIdentifier(_ key: String, for purpose: String) throws(LedgerError) -> String {
         guard let text = try identifier(key) else { throw .missingField(name(key), purpose) }
         return text
     }
 
     /// Free text (`reason`): at most 1000 bytes of UTF-8 without NUL.
-    func text(_ key: String) throws(LedgerError) -> String? {
+    public func text(_ key: String) throws(LedgerError) -> String? {
         guard let value = value(key) else { return nil }
         guard case .string(let text) = value else {
             throw .invalidField(name(key), expected: "a string of at most 1000 bytes", got: value.kindDescription)
@@ -64,7 +74,7 @@ struct FieldReader {
     }
 
     /// An RFC 3339 date-time with an offset, in the range `InputLimits` accepts.
-    func date(_ key: String) throws(LedgerError) -> Date? {
+    public func date(_ key: String) throws(LedgerError) -> Date? {
         guard let value = value(key) else { return nil }
         guard case .string(let text) = value else {
             throw .invalidField(name(key), expected: "an RFC 3339 date-time string such as \"2024-01-31T12:00:00Z\" \(InputLimits.rangeDescription)",
@@ -73,12 +83,12 @@ struct FieldReader {
         return try InputLimits.instant(parsing: text, field: name(key))
     }
 
-    func requiredDate(_ key: String, for purpose: String) throws(LedgerError) -> Date {
+    public func requiredDate(_ key: String, for purpose: String) throws(LedgerError) -> Date {
         guard let date = try date(key) else { throw .missingField(name(key), purpose) }
         return date
     }
 
-    func bool(_ key: String) throws(LedgerError) -> Bool? {
+    public func bool(_ key: String) throws(LedgerError) -> Bool? {
         guard let value = value(key) else { return nil }
         guard case .bool(let flag) = value else {
             throw .invalidField(name(key), expected: "true or false", got: value.kindDescription)
@@ -86,7 +96,7 @@ struct FieldReader {
         return flag
     }
 
-    func positiveInteger(_ key: String, max: Int) throws(LedgerError) -> Int? {
+    public func positiveInteger(_ key: String, max: Int) throws(LedgerError) -> Int? {
         guard let value = value(key) else { return nil }
         guard let number = value.wholeNumber, number >= 1, number <= Int64(max) else {
             throw .invalidField(name(key), expected: "an integer from 1 to \(max)", got: value.kindDescription)
@@ -94,7 +104,7 @@ struct FieldReader {
         return Int(number)
     }
 
-    func environment(_ key: String) throws(LedgerError) -> Environment? {
+    public func environment(_ key: String) throws(LedgerError) -> Environment? {
         guard let value = value(key) else { return nil }
         guard case .string(let text) = value, let environment = Environment(rawValue: text) else {
             throw .invalidField(name(key), expected: "\"Production\" or \"Sandbox\"",
@@ -103,7 +113,7 @@ struct FieldReader {
         return environment
     }
 
-    func array(_ key: String) throws(LedgerError) -> [JSONValue]? {
+    public func array(_ key: String) throws(LedgerError) -> [JSONValue]? {
         guard let value = value(key) else { return nil }
         guard case .array(let items) = value else {
             throw .invalidField(name(key), expected: "an array", got: value.kindDescription)

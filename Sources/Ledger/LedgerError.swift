@@ -32,16 +32,16 @@ public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         "\(code): \(message)" + (field.map { " (field \($0))" } ?? "")
     }
 
-    static func invalidJSON(_ detail: String) -> LedgerError {
+    public static func invalidJSON(_ detail: String) -> LedgerError {
         LedgerError(kind: .badRequest, code: "invalid_json", message: "The body is not valid JSON: \(detail)")
     }
 
-    static func missingField(_ field: String, _ detail: String? = nil) -> LedgerError {
+    public static func missingField(_ field: String, _ detail: String? = nil) -> LedgerError {
         LedgerError(kind: .badRequest, code: "missing_field",
                     message: "Field '\(field)' is required" + (detail.map { ": \($0)" } ?? "."), field: field)
     }
 
-    static func invalidField(_ field: String, expected: String, got: String? = nil) -> LedgerError {
+    public static func invalidField(_ field: String, expected: String, got: String? = nil) -> LedgerError {
         LedgerError(kind: .badRequest, code: "invalid_field",
                     message: "Field '\(field)' must be \(expected)" + (got.map { ", got \($0)." } ?? "."), field: field)
     }

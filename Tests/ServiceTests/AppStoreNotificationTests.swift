@@ -10,7 +10,7 @@ import SubledgerApp
 import Testing
 
 /// The subscriber apps name in `appAccountToken` (lowercased, as the mapping does).
-private let alice = TestAppStore.subscriberID.lowercased()
+let alice = TestAppStore.subscriberID.lowercased()
 
 /// `POST /v1/appstore/notifications` through the router, on a real database.
 struct AppStoreNotificationTests {
@@ -256,125 +256,6 @@ struct AppStoreNotificationTests {
         }
     }
 
-    // MARK: Retries, order, attribution
-
-    @Test func aRetriedNotificationIsAppliedOnce() async throws {
-        try await withAppStore { app in
-            let signed = try Self.good.signedNotification(.subscribed, .initialBuy, transaction: first, renewal: renewal(), uuid: "retry-1")
-            let once = try await app.post(signed)
-            #expect(once.json["duplicate"]?.bool == false)
-            let counts = try await app.counts()
-            #expect(counts == Counts(events: 1, notifications: 1))
-            for _ in 0..<3 {
-                let again = try await app.post(signed)
-                #expect(again.status == .ok)
-                #expect(again.json["duplicate"]?.bool == true)
-                #expect(again.json["status"]?.string == "applied")
-            }
-            // Concurrent copies too.
-            let renewedSigned = try Self.good.signedNotification(.didRenew, transaction: second, renewal: renewal(), uuid: "retry-2")
-            try await withThrowingTaskGroup(of: Int.self) { group in
-                for _ in 0..<4 { group.addTask { Int(try await app.post(renewedSigned).status.code) } }
-                for try await status in group { #expect(status == 200) }
-            }
-            #expect(try await app.counts() == Counts(events: 2, notifications: 2))
-        }
-    }
-
-    @Test func anOutOfOrderPairEndsInTheNewerState() async throws {
-        try await withAppStore { app in
-            // The renewal arrives before the initial purchase it follows.
-            _ = try await app.notify(.didRenew, transaction: second, renewal: renewal(), signedDate: "2025-04-01T12:00:00Z")
-            _ = try await app.notify(.subscribed, .initialBuy, transaction: first, renewal: renewal(), signedDate: "2025-03-01T12:00:00Z")
-            let state = try await app.state(alice, at: "2025-04-15T00:00:00Z")
-            #expect(state["subscriptions"]?.array.first?["expiresAt"]?.string == "2025-05-01T11:59:00Z")
-            #expect(state["subscriptions"]?.array.first?["status"]?.string == "active")
-            // Auto-renew turned off later, a stale "on" delivered after it.
-            _ = try await app.notify(.didChangeRenewalStatus, .autoRenewDisabled, transaction: second, renewal: renewal(autoRenew: false),
-                                     signedDate: "2025-04-10T00:00:00Z")
-            _ = try await app.notify(.didChangeRenewalStatus, .autoRenewEnabled, transaction: second, renewal: renewal(),
-                                     signedDate: "2025-04-05T00:00:00Z")
-            #expect(try await app.state(alice, at: "2025-04-15T00:00:00Z")["subscriptions"]?.array.first?["autoRenew"]?.bool == false)
-        }
-    }
-
-    @Test func anUnattributedNotificationIsAppliedWhenItsOriginalIsClaimed() async throws {
-        try await withAppStore { app in
-            var renewal = TestAppStore.subscription(transactionID: "3000000000000002", originalTransactionID: "3000000000000001",
-                                                    purchaseDate: TestAppStore.date("2025-04-01T11:59:00Z"),
-                                                    expiresDate: TestAppStore.date("2025-05-01T11:59:00Z"))
-            renewal.appAccountToken = nil
-            let pending = try await app.notify(.didRenew, transaction: renewal, signedDate: "2025-04-01T12:00:00Z")
-            #expect(pending.status == .ok)
-            #expect(pending.json["status"]?.string == "pending")
-            #expect(try await app.counts() == Counts(events: 0, notifications: 1))
-            #expect(try await app.row(pending.json["notificationUUID"]?.string ?? "").dropFirst(3).prefix(3) == ["", "unattributed", "pending"])
-
-            // The app's backend records the original purchase for bob: the claim applies the renewal.
-            let claimed = try await app.client.post("/v1/subscribers/bob/events", purchaseJSON(
-                "3000000000000001", product: "com.example.pro.monthly", at: "2025-03-01T11:59:00Z", expires: "2025-04-01T11:59:00Z"))
-            #expect(claimed.status == .created)
-            let history = try await app.client.get("/v1/subscribers/bob/history").json["events"]?.array ?? []
-            #expect(history.map { $0["type"]?.string } == ["purchased", "renewed"])
-            #expect(try await app.row(pending.json["notificationUUID"]?.string ?? "").dropFirst(3).prefix(4) == ["bob", "transaction_owner", "applied", "true"])
-            #expect(try await app.state("bob", at: "2025-04-15T00:00:00Z")["subscriptions"]?.array.first?["expiresAt"]?.string
-                    == "2025-05-01T11:59:00Z")
-
-            // Later notifications about it go straight to the owner.
-            var off = renewal
-            off.transactionID = "3000000000000002"
-            let next = try await app.notify(.didChangeRenewalStatus, .autoRenewDisabled, transaction: off,
-                                            renewal: TestAppStore.renewalInfo(autoRenew: false, originalTransactionID: "3000000000000001"),
-                                            signedDate: "2025-04-05T00:00:00Z")
-            #expect(next.json["status"]?.string == "applied")
-            #expect(next.json["subscriberId"]?.string == "bob")
-        }
-    }
-
-    /// The same as above when the original arrives through `subledger import`.
-    @Test func anImportThatClaimsTheOriginalAppliesTheWaitingNotification() async throws {
-        try await withAppStore { app in
-            var renewal = TestAppStore.subscription(transactionID: "3100000000000002", originalTransactionID: "3100000000000001",
-                                                    purchaseDate: TestAppStore.date("2025-04-01T11:59:00Z"),
-                                                    expiresDate: TestAppStore.date("2025-05-01T11:59:00Z"))
-            renewal.appAccountToken = nil
-            let pending = try await app.notify(.didRenew, transaction: renewal, signedDate: "2025-04-01T12:00:00Z")
-            #expect(pending.json["status"]?.string == "pending")
-
-            var importer = Importer(pool: app.dependencies.pool, store: app.dependencies.store,
-                                    catalog: app.dependencies.catalog.catalog, restorePolicy: .transfer, logger: app.dependencies.logger)
-            importer.claimObserver = AppStoreIntegration(app.dependencies).claimObserver
-            let line = #"{"subscriberId": "carol", "type": "purchase", "transactionId": "3100000000000001", "productId": "com.example.pro.monthly", "purchaseDate": "2025-03-01T11:59:00Z", "expiresDate": "2025-04-01T11:59:00Z"}"#
-            let summary = try await importer.importLines([ImportLine(number: 1, text: Data(line.utf8))])
-            #expect(summary.imported == 1)
-            let history = try await app.client.get("/v1/subscribers/carol/history").json["events"]?.array ?? []
-            #expect(history.map { $0["type"]?.string } == ["purchased", "renewed"])
-            #expect(try await app.row(pending.json["notificationUUID"]?.string ?? "").dropFirst(3).prefix(4) == ["carol", "transaction_owner", "applied", "true"])
-        }
-    }
-
-    @Test func aNotificationBeforeItsPurchaseWaitsForIt() async throws {
-        try await withAppStore { app in
-            // Attributed by the token, but the purchase it is about has not arrived yet.
-            let early = try await app.notify(.didChangeRenewalStatus, .autoRenewDisabled, transaction: first,
-                                             renewal: renewal(autoRenew: false), signedDate: "2025-03-10T00:00:00Z")
-            #expect(early.status == .ok)
-            #expect(early.json["status"]?.string == "pending")
-            _ = try await app.notify(.subscribed, .initialBuy, transaction: first, renewal: renewal(), signedDate: "2025-03-01T12:00:00Z")
-            #expect(try await app.row(early.json["notificationUUID"]?.string ?? "").dropFirst(5).first == "applied")
-            #expect(try await app.state(alice, at: "2025-03-11T00:00:00Z")["subscriptions"]?.array.first?["autoRenew"]?.bool == false)
-        }
-    }
-
-    @Test func withoutRootsTheEndpointSaysWhatIsMissing() async throws {
-        try await withApp { client, _ in
-            let response = try await client.post("/v1/appstore/notifications", #"{"signedPayload": "x"}"#, key: nil)
-            #expect(response.status == .serviceUnavailable)
-            #expect(response.error.code == "appstore_not_configured")
-            #expect(response.json["error"]?["message"]?.string?.contains("SUBLEDGER_APPSTORE_ROOT_CERTS") == true)
-        }
-    }
-
     // MARK: Fixtures
 
     let first = TestAppStore.subscription(transactionID: "2000000000000001", originalTransactionID: "2000000000000001",
@@ -399,65 +280,5 @@ struct AppStoreNotificationTests {
         dependencies.appStoreVerifier = Self.verifier
         let ready = dependencies
         try await withRouter(ready) { client in try await body(AppStoreApp(client: client, dependencies: ready)) }
-    }
-}
-
-struct Counts: Equatable, CustomStringConvertible {
-    var events: Int
-    var notifications: Int
-    var description: String { "events \(events), notifications \(notifications)" }
-}
-
-/// The router under test, the store signing for it, and the database behind it.
-struct AppStoreApp: Sendable {
-    let client: any TestClientProtocol
-    let dependencies: AppDependencies
-    let store = AppStoreNotificationTests.good
-
-    func post(_ signedPayload: String) async throws -> TestResponse {
-        try await client.post("/v1/appstore/notifications", String(decoding: try store.body(signedPayload: signedPayload), as: UTF8.self),
-                              key: nil)
-    }
-
-    func notify(_ type: NotificationType, _ subtype: NotificationSubtype? = nil, transaction: TransactionInfo? = nil,
-                renewal: RenewalInfo? = nil, signedDate: String = "2025-03-01T12:00:00Z") async throws -> TestResponse {
-        let response = try await post(try store.signedNotification(type, subtype, transaction: transaction, renewal: renewal,
-                                                                    signedDate: TestAppStore.date(signedDate)))
-        #expect(response.status == .ok, "\(type): \(response.text)")
-        return response
-    }
-
-    func state(_ subscriber: String, at: String) async throws -> JSONValue {
-        let response = try await client.get("/v1/subscribers/\(subscriber)?at=\(at)")
-        #expect(response.status == .ok, "\(response.text)")
-        return response.json
-    }
-
-    func counts() async throws -> Counts {
-        let rows = try await dependencies.pool.query(
-            "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM appstore_notifications)")
-        return Counts(events: Int(try rows.first!.decode(Int64.self, at: 0)), notifications: Int(try rows.first!.decode(Int64.self, at: 1)))
-    }
-
-    /// type, subtype, environment, subscriber, attribution, status, applied (`true`/`false`).
-    func row(_ uuid: String) async throws -> [String] {
-        let rows = try await dependencies.pool.query("""
-            SELECT notification_type, coalesce(subtype, ''), environment, coalesce(subscriber_id, ''), attribution, status, applied::text
-            FROM appstore_notifications WHERE notification_uuid = \(uuid)
-            """)
-        guard let row = rows.first else { return [] }
-        return try (0..<7).map { try row.decode(String.self, at: $0) }
-    }
-}
-
-/// Runs `body` against the router of `dependencies`, closing the pool after.
-func withRouter(_ dependencies: AppDependencies, _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
-    let app = buildApplication(dependencies)
-    do {
-        try await app.test(.router) { client in try await body(client) }
-        await dependencies.pool.close()
-    } catch {
-        await dependencies.pool.close()
-        throw error
     }
 }

@@ -51,23 +51,12 @@ struct AppStoreController {
         var deviceID: String?
 
         static func parse(_ data: Data) throws(LedgerError) -> ReceiptBody {
-            guard let object = try? JSONSerialization.jsonObject(with: data), let fields = object as? [String: Any] else {
-                throw LedgerError(kind: .badRequest, code: "invalid_json",
-                                  message: "The body must be a JSON object {\"receiptData\": \"<base64 receipt>\", \"deviceId\": \"...\"}.")
-            }
-            guard let receipt = fields["receiptData"] as? String, !receipt.isEmpty else {
+            let reader = try FieldReader(body: data)
+            guard let receipt = try reader.string("receiptData", maxLength: 1 << 20) else {
                 throw LedgerError(kind: .badRequest, code: "invalid_field",
                                   message: "Field 'receiptData' must be the app receipt as a non-empty base64 string.", field: "receiptData")
             }
-            var deviceID: String?
-            if let value = fields["deviceId"], !(value is NSNull) {
-                guard let text = value as? String, !text.isEmpty, text.count <= 200 else {
-                    throw LedgerError(kind: .badRequest, code: "invalid_field",
-                                      message: "Field 'deviceId' must be a string of 1 to 200 characters.", field: "deviceId")
-                }
-                deviceID = text
-            }
-            return ReceiptBody(receiptData: receipt, deviceID: deviceID)
+            return ReceiptBody(receiptData: receipt, deviceID: try reader.identifier("deviceId"))
         }
     }
 

@@ -84,37 +84,22 @@ struct ProductsController {
         var deviceID: String?
 
         static func parse(_ data: Data) throws(LedgerError) -> InvalidReport {
-            let document: JSONValue
-            do {
-                document = try JSONDecoder().decode(JSONValue.self, from: data)
-            } catch {
-                throw LedgerError(kind: .badRequest, code: "invalid_json", message: "The body is not valid JSON.")
-            }
-            guard case .object = document else {
-                throw LedgerError(kind: .badRequest, code: "invalid_json", message: "The body must be a JSON object.")
-            }
-            guard case .array(let items)? = document["identifiers"], (1...1000).contains(items.count) else {
+            let reader = try FieldReader(body: data)
+            guard let items = try reader.array("identifiers"), (1...1000).contains(items.count) else {
                 throw LedgerError(kind: .badRequest, code: "invalid_field",
                                   message: "Field 'identifiers' must be an array of 1 to 1000 product identifiers.", field: "identifiers")
             }
             var identifiers = [String]()
             for (index, item) in items.enumerated() {
-                guard case .string(let text) = item, !text.isEmpty, text.count <= 256 else {
+                let itemReader = FieldReader(fields: ["identifier": item], prefix: "")
+                guard let identifier = try? itemReader.identifier("identifier") else {
                     throw LedgerError(kind: .badRequest, code: "invalid_field",
-                                      message: "Field 'identifiers[\(index)]' must be a non-empty string of at most 256 characters.",
+                                      message: "Field 'identifiers[\(index)]' must be a product identifier: 1 to 200 bytes of UTF-8 without control characters.",
                                       field: "identifiers[\(index)]")
                 }
-                identifiers.append(text)
+                identifiers.append(identifier)
             }
-            var deviceID: String?
-            switch document["deviceId"] {
-            case nil, .null?: break
-            case .string(let text)? where !text.isEmpty && text.count <= 256: deviceID = text
-            default:
-                throw LedgerError(kind: .badRequest, code: "invalid_field",
-                                  message: "Field 'deviceId' must be a non-empty string of at most 256 characters.", field: "deviceId")
-            }
-            return InvalidReport(identifiers: identifiers, deviceID: deviceID)
+            return InvalidReport(identifiers: identifiers, deviceID: try reader.identifier("deviceId"))
         }
     }
 
