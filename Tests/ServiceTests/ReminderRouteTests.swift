@@ -90,28 +90,4 @@ struct HealthLoadTests {
         #expect(probes <= 2, "\(probes) probes for 100 checks")
         await dependencies.pool.close()
     }
-
-    /// A flood of `/health` beside writes on a pool of two: every check and
-    /// every write is answered.
-    @Test func aFloodOfHealthChecksDoesNotStarveWrites() async throws {
-        let dependencies = try await makeDependencies(poolSize: 2)
-        let app = buildApplication(dependencies)
-        try await app.test(.router) { client in
-            try await withThrowingTaskGroup(of: (Bool, Int).self) { group in
-                for _ in 0..<200 {
-                    group.addTask { (true, try await client.execute(uri: "/health", method: .get).status.code) }
-                }
-                for index in 0..<20 {
-                    group.addTask {
-                        let response = try await client.post("/v1/subscribers/flood-\(index)/events", purchaseJSON("flood-\(index)"))
-                        return (false, response.status.code)
-                    }
-                }
-                for try await (isHealth, status) in group {
-                    #expect(status == (isHealth ? 200 : 201))
-                }
-            }
-        }
-        await dependencies.pool.close()
-    }
 }
