@@ -28,6 +28,12 @@ public struct AppStoreVerificationError: Error, Sendable, Equatable, CustomStrin
         public static let invalidSignature = Code(rawValue: "invalid_signature")
         /// Signed for another app than `SUBLEDGER_APPSTORE_BUNDLE_ID`.
         public static let bundleIDMismatch = Code(rawValue: "bundle_id_mismatch")
+        /// Signed for another app Apple ID than `SUBLEDGER_APPSTORE_APP_APPLE_ID`.
+        public static let appAppleIDMismatch = Code(rawValue: "app_apple_id_mismatch")
+        /// From an environment `SUBLEDGER_APPSTORE_ENVIRONMENTS` does not accept.
+        public static let environmentNotAccepted = Code(rawValue: "environment_not_accepted")
+        /// The nested transaction or renewal info is of another environment than the notification.
+        public static let environmentMismatch = Code(rawValue: "environment_mismatch")
         /// The signed payload is not the JSON Apple documents.
         public static let invalidPayload = Code(rawValue: "invalid_payload")
         /// A field of the signed payload is outside the input limits (a date

@@ -1,3 +1,4 @@
+import Ledger
 import Crypto
 import Foundation
 @_spi(FixedExpiryValidationTime) import X509
@@ -13,6 +14,12 @@ public struct AppStoreVerifier: Sendable {
     public let rootCertificates: [Certificate]
     /// The app notifications must be for (`SUBLEDGER_APPSTORE_BUNDLE_ID`).
     public let bundleID: String
+    /// The app's Apple ID (`SUBLEDGER_APPSTORE_APP_APPLE_ID`); when set, a
+    /// notification naming another `appAppleId` is refused.
+    public var appAppleID: Int64?
+    /// The ledger environments accepted (`SUBLEDGER_APPSTORE_ENVIRONMENTS`);
+    /// Xcode and local testing count as Sandbox.
+    public var environments: Set<Ledger.Environment> = [.production, .sandbox]
 
     /// Marks the leaf as Apple's App Store receipt signer.
     static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
@@ -49,13 +56,23 @@ public struct AppStoreVerifier: Sendable {
     public func verifyNotification(signedPayload: String) async throws(AppStoreVerificationError) -> VerifiedNotification {
         let payload = try await verifiedPayload(signedPayload, as: NotificationPayload.self, field: "signedPayload")
         try checkBundleID(payload.bundleID, field: "signedPayload")
+        // As Apple's SignedDataVerifier: the app's Apple ID and the environment.
+        let appAppleID = payload.data?.appAppleID ?? payload.summary?.appAppleID
+        if let expected = self.appAppleID, let appAppleID, appAppleID != expected {
+            throw AppStoreVerificationError(.appAppleIDMismatch,
+                                            "Signed for app Apple ID \(appAppleID); this server accepts \(expected) (SUBLEDGER_APPSTORE_APP_APPLE_ID).")
+        }
+        let environment = payload.data?.environment ?? payload.summary?.environment
+        try checkEnvironment(environment, field: "signedPayload")
         var transaction: TransactionInfo?
         if let signed = payload.data?.signedTransactionInfo {
             transaction = try await verifyTransaction(signed, field: "data.signedTransactionInfo")
+            try checkSameEnvironment(transaction?.environment, as: environment, field: "data.signedTransactionInfo")
         }
         var renewalInfo: RenewalInfo?
         if let signed = payload.data?.signedRenewalInfo {
             renewalInfo = try await verifyRenewalInfo(signed, field: "data.signedRenewalInfo")
+            try checkSameEnvironment(renewalInfo?.environment, as: environment, field: "data.signedRenewalInfo")
         }
         return VerifiedNotification(payload: payload, transaction: transaction, renewalInfo: renewalInfo)
     }
@@ -66,6 +83,7 @@ public struct AppStoreVerifier: Sendable {
         async throws(AppStoreVerificationError) -> TransactionInfo {
         let transaction = try await verifiedPayload(signedTransaction, as: TransactionInfo.self, field: field)
         try checkBundleID(transaction.bundleID, field: field)
+        try checkEnvironment(transaction.environment, field: field)
         return transaction
     }
 
@@ -74,6 +92,25 @@ public struct AppStoreVerifier: Sendable {
     public func verifyRenewalInfo(_ signedRenewalInfo: String, field: String = "signedRenewalInfo")
         async throws(AppStoreVerificationError) -> RenewalInfo {
         try await verifiedPayload(signedRenewalInfo, as: RenewalInfo.self, field: field)
+    }
+
+    /// The ledger environment of an App Store one: Xcode and local testing are Sandbox.
+    public static func ledgerEnvironment(_ environment: AppStoreEnvironment?) -> Ledger.Environment? {
+        environment.map { $0 == .production ? .production : .sandbox }
+    }
+
+    private func checkEnvironment(_ environment: AppStoreEnvironment?, field: String) throws(AppStoreVerificationError) {
+        guard let ledger = Self.ledgerEnvironment(environment), !environments.contains(ledger) else { return }
+        throw AppStoreVerificationError(.environmentNotAccepted,
+                                        "Signed in the \(environment?.rawValue ?? "") environment, which SUBLEDGER_APPSTORE_ENVIRONMENTS does not accept.",
+                                        field: field)
+    }
+
+    private func checkSameEnvironment(_ nested: AppStoreEnvironment?, as outer: AppStoreEnvironment?,
+                                      field: String) throws(AppStoreVerificationError) {
+        guard let nested, let outer, nested != outer else { return }
+        throw AppStoreVerificationError(.environmentMismatch,
+                                        "Signed in the \(nested.rawValue) environment inside a \(outer.rawValue) notification.", field: field)
     }
 
     private func checkBundleID(_ signedFor: String?, field: String) throws(AppStoreVerificationError) {

@@ -60,7 +60,7 @@ extension Decider {
             let group = latest.fact.group ?? catalog.product(id: latest.fact.productID)?.group ?? latest.fact.productID
             // Without an end from the caller, the end is what the ledger knows, so a replay gets the same key.
             let knownEnd = latest.fact.expiresDate
-                ?? Evaluation(ledger: ledger, catalog: catalog, at: now).nonRenewingGroups.first { $0.group == group }?.periods.last?.end
+                ?? Evaluation(ledger: ledger, catalog: catalog, at: now, environment: latest.fact.environment).nonRenewingGroups.first { $0.group == group }?.periods.last?.end
             fact = ExpiryFact(originalTransactionID: original, group: group, productID: latest.fact.productID,
                               expiresDate: end ?? knownEnd ?? now, reason: expiry.reason,
                               environment: expiry.environment, source: source)

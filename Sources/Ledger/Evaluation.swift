@@ -60,14 +60,17 @@ struct Evaluation {
     }
 
     let at: Date
+    /// The store environment evaluated: a sandbox purchase never grants production.
+    let environment: Environment
     var transactions: [Transaction] = []
     var autoRenewables: [AutoRenewable] = []
     var nonRenewingGroups: [NonRenewingGroup] = []
     var grants: [Grant] = []
 
-    init(ledger: SubscriberLedger, catalog: Catalog, at: Date) {
+    init(ledger: SubscriberLedger, catalog: Catalog, at: Date, environment: Environment = .production) {
         self.at = at
-        for record in ledger.transactions.values where record.visibleFrom <= at {
+        self.environment = environment
+        for record in ledger.transactions.values where record.visibleFrom <= at && record.fact.environment == environment {
             let fact = record.fact
             guard ledger.owns(fact.originalTransactionID, at: at) else { continue }
             let product = catalog.product(id: fact.productID)

@@ -19,17 +19,20 @@ public struct Explanation: Sendable, Equatable, Encodable {
 
     public var subscriberID: String
     public var at: Date
+    /// The store environment explained (Production unless asked).
+    public var environment: Environment = .production
     public var entitlements: [Entitlement]
     /// Catalog entitlements the subscriber never had.
     public var neverGranted: [String]
 
-    enum CodingKeys: String, CodingKey { case subscriberID = "subscriberId", at, entitlements, neverGranted }
+    enum CodingKeys: String, CodingKey { case subscriberID = "subscriberId", at, environment, entitlements, neverGranted }
 }
 
 /// Explains `history` at `at`.
-public func explain(subscriberID: String, history: [RecordedLedgerEvent], catalog: Catalog, at: Date) -> Explanation {
+public func explain(subscriberID: String, history: [RecordedLedgerEvent], catalog: Catalog, at: Date,
+                    environment: Environment = .production) -> Explanation {
     let ledger = SubscriberLedger(subscriberID: subscriberID, events: history)
-    let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: at)
+    let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: at, environment: environment)
     let entitlements = evaluation.entitlementGrants.map { id, chosen, all in
         let others = all.filter { $0.source != chosen.source || $0.productID != chosen.productID }
         let verdict = chosen.active ? "Active: " : "Not active: "
@@ -40,7 +43,7 @@ public func explain(subscriberID: String, history: [RecordedLedgerEvent], catalo
             transactionIDs: Array(Set(all.map(\.source))).sorted())
     }
     let granted = Set(entitlements.map(\.id))
-    return Explanation(subscriberID: subscriberID, at: at, entitlements: entitlements,
+    return Explanation(subscriberID: subscriberID, at: at, environment: environment, entitlements: entitlements,
                        neverGranted: catalog.entitlementIDs.filter { !granted.contains($0) })
 }
 

@@ -18,8 +18,10 @@ extension LedgerEvent {
             // The same transaction can be extended more than once, each time to a new end.
             return "renewal-extended:\(renewalExtension.transactionID)@\(RFC3339.format(renewalExtension.expiresDate))"
         case .expired(let expiry):
-            return Self.expiryKey(originalTransactionID: expiry.originalTransactionID, group: expiry.group,
-                                  end: expiry.expiresDate)
+            // Sandbox coverage of a group ends apart from production's: its own key.
+            let key = Self.expiryKey(originalTransactionID: expiry.originalTransactionID, group: expiry.group,
+                                     end: expiry.expiresDate)
+            return expiry.originalTransactionID == nil && expiry.environment == .sandbox ? key + "@Sandbox" : key
         case .autoRenewChanged(let change):
             return "auto-renew:\(change.originalTransactionID):\(change.autoRenew ? "on" : "off"):\(RFC3339.format(change.effectiveDate))"
         case .billingIssue(let issue):

@@ -18,6 +18,7 @@ public struct CoverageEnd: Sendable, Hashable {
     /// Auto-renewable: its original transaction; non-renewing: the last period's.
     public var originalTransactionID: String
     public var end: Date
+    public var environment: Environment = .production
 }
 
 /// A reminder the rules call for; the reminder projection compares these
@@ -33,9 +34,12 @@ public struct DesiredReminder: Sendable, Hashable, Encodable {
     public var expiresAt: Date
     public var lead: ISODuration
     public var dueAt: Date
+    /// The store environment of the coverage it is about.
+    public var environment: Environment
 
     public init(id: String, type: ReminderType, subscriberID: String, group: String, productID: String,
-                expiresAt: Date, lead: ISODuration, dueAt: Date) {
+                expiresAt: Date, lead: ISODuration, dueAt: Date, environment: Environment = .production) {
+        self.environment = environment
         self.id = id
         self.type = type
         self.subscriberID = subscriberID
@@ -53,7 +57,7 @@ public struct DesiredReminder: Sendable, Hashable, Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, type, subscriberID = "subscriberId", group, productID = "productId", expiresAt, lead, dueAt
+        case id, type, subscriberID = "subscriberId", group, productID = "productId", expiresAt, lead, dueAt, environment
     }
 }
 
@@ -61,18 +65,23 @@ public struct DesiredReminder: Sendable, Hashable, Encodable {
 /// of a subscriber's history.
 public enum Coverage {
     /// Coverage ends per group as known at `now`, sorted by group.
+    /// Each environment's coverage is its own (a sandbox pass never extends a
+    /// production one).
     public static func ends(of ledger: SubscriberLedger, catalog: Catalog, now: Date) -> [CoverageEnd] {
-        let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: now)
         var ends: [CoverageEnd] = []
-        for group in evaluation.nonRenewingGroups {
-            guard let last = group.periods.last else { continue }
-            ends.append(CoverageEnd(group: group.group, productID: last.productID, type: .nonRenewing,
-                                    originalTransactionID: last.originalTransactionID, end: last.end))
-        }
-        for subscription in evaluation.autoRenewables where !subscription.autoRenew && subscription.status != .revoked {
-            let fact = subscription.latest.fact
-            ends.append(CoverageEnd(group: subscription.group, productID: fact.productID, type: .autoRenewable,
-                                    originalTransactionID: fact.originalTransactionID, end: subscription.end))
+        for environment in Environment.allCases {
+            let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: now, environment: environment)
+            for group in evaluation.nonRenewingGroups {
+                guard let last = group.periods.last else { continue }
+                ends.append(CoverageEnd(group: group.group, productID: last.productID, type: .nonRenewing,
+                                        originalTransactionID: last.originalTransactionID, end: last.end, environment: environment))
+            }
+            for subscription in evaluation.autoRenewables where !subscription.autoRenew && subscription.status != .revoked {
+                let fact = subscription.latest.fact
+                ends.append(CoverageEnd(group: subscription.group, productID: fact.productID, type: .autoRenewable,
+                                        originalTransactionID: fact.originalTransactionID, end: subscription.end,
+                                        environment: environment))
+            }
         }
         return ends.sorted { ($0.group, $0.originalTransactionID) < ($1.group, $1.originalTransactionID) }
     }
@@ -93,10 +102,11 @@ public enum Coverage {
             for lead in catalog.product(id: end.productID)?.reminders ?? []
             where InputLimits.contains(end.end) && InputLimits.contains(lead.subtracted(from: end.end)) {
                 reminders.append(DesiredReminder(
-                    id: reminderID(subscriberID: ledger.subscriberID, group: end.group, end: end.end, lead: lead),
+                    id: reminderID(subscriberID: ledger.subscriberID, group: end.group, end: end.end, lead: lead,
+                                   environment: end.environment),
                     type: lead.isZero ? .expiryPrompt : .renewalReminder, subscriberID: ledger.subscriberID,
                     group: end.group, productID: end.productID, expiresAt: end.end, lead: lead,
-                    dueAt: lead.subtracted(from: end.end)))
+                    dueAt: lead.subtracted(from: end.end), environment: end.environment))
             }
         }
         return reminders.sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
@@ -107,9 +117,10 @@ public enum Coverage {
         desiredReminders(of: SubscriberLedger(subscriberID: subscriberID, events: history), catalog: catalog, now: now)
     }
 
-    /// `rem:<subscriber>:<group>:<end>:<lead>`.
-    public static func reminderID(subscriberID: String, group: String, end: Date, lead: ISODuration) -> String {
-        "rem:\(subscriberID):\(group):\(RFC3339.format(end)):\(lead)"
+    /// `rem:<subscriber>:<group>:<end>:<lead>`, with `:Sandbox` after it for sandbox coverage.
+    public static func reminderID(subscriberID: String, group: String, end: Date, lead: ISODuration,
+                                  environment: Environment = .production) -> String {
+        "rem:\(subscriberID):\(group):\(RFC3339.format(end)):\(lead)" + (environment == .production ? "" : ":\(environment.rawValue)")
     }
 
     /// The `expired` events Subledger must append for non-renewing groups
@@ -117,7 +128,15 @@ public enum Coverage {
     /// `now` and was not yet recorded as expired. Keyed `expiry:` + group +
     /// `@` + end, so appending them is exactly once per coverage end.
     public static func dueExpiries(of ledger: SubscriberLedger, catalog: Catalog, now: Date) -> [LedgerEvent] {
-        let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: now)
+        var events: [LedgerEvent] = []
+        for environment in Environment.allCases {
+            let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: now, environment: environment)
+            events += dueExpiries(evaluation, ledger: ledger, now: now)
+        }
+        return events
+    }
+
+    private static func dueExpiries(_ evaluation: Evaluation, ledger: SubscriberLedger, now: Date) -> [LedgerEvent] {
         var events: [LedgerEvent] = []
         for group in evaluation.nonRenewingGroups {
             for (index, period) in group.periods.enumerated() where period.end <= now {
@@ -125,7 +144,7 @@ public enum Coverage {
                 guard isRunEnd else { continue }
                 let event = LedgerEvent.expired(ExpiryFact(
                     originalTransactionID: nil, group: group.group, productID: period.productID, expiresDate: period.end,
-                    reason: "coverage_ended", source: FactSource.subledger))
+                    reason: "coverage_ended", environment: evaluation.environment, source: FactSource.subledger))
                 if let key = event.idempotencyKey, ledger.position(ofKey: key) == nil { events.append(event) }
             }
         }

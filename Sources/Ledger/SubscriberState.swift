@@ -89,6 +89,8 @@ public struct SubscriberState: Sendable, Equatable, Encodable {
 
     public var subscriberID: String
     public var at: Date
+    /// The store environment this state is of (Production unless asked).
+    public var environment: Environment
     public var entitlements: [Entitlement]
     public var subscriptions: [Subscription]
     public var nonRenewingPeriods: [NonRenewingPeriod]
@@ -98,17 +100,19 @@ public struct SubscriberState: Sendable, Equatable, Encodable {
     public var reminders: [Reminder] = []
 
     enum CodingKeys: String, CodingKey {
-        case subscriberID = "subscriberId", at, entitlements, subscriptions, nonRenewingPeriods, purchases, devices, reminders
+        case subscriberID = "subscriberId", at, environment, entitlements, subscriptions, nonRenewingPeriods, purchases, devices, reminders
     }
 
     /// Folds a history (applied in position order) and evaluates it at `at`.
-    public static func fold(_ events: [RecordedLedgerEvent], subscriberID: String, catalog: Catalog, at: Date) -> SubscriberState {
-        SubscriberLedger(subscriberID: subscriberID, events: events).state(at: at, catalog: catalog)
+    public static func fold(_ events: [RecordedLedgerEvent], subscriberID: String, catalog: Catalog, at: Date,
+                            environment: Environment = .production) -> SubscriberState {
+        SubscriberLedger(subscriberID: subscriberID, events: events).state(at: at, catalog: catalog, environment: environment)
     }
 
     init(subscriberID: String, evaluation: Evaluation, ledger: SubscriberLedger) {
         self.subscriberID = subscriberID
         at = evaluation.at
+        environment = evaluation.environment
         entitlements = evaluation.entitlementGrants.map { id, grant, _ in
             Entitlement(id: id, active: grant.active, productID: grant.productID, expiresAt: grant.end, source: grant.source)
         }
@@ -154,7 +158,9 @@ public struct SubscriberState: Sendable, Equatable, Encodable {
 
 extension SubscriberLedger {
     /// The subscriber's state at `at`: facts effective after `at` are not shown.
-    public func state(at: Date, catalog: Catalog) -> SubscriberState {
-        SubscriberState(subscriberID: subscriberID, evaluation: Evaluation(ledger: self, catalog: catalog, at: at), ledger: self)
+    /// Only the facts of `environment` count (the Production view unless asked).
+    public func state(at: Date, catalog: Catalog, environment: Environment = .production) -> SubscriberState {
+        SubscriberState(subscriberID: subscriberID, evaluation: Evaluation(ledger: self, catalog: catalog, at: at, environment: environment),
+                        ledger: self)
     }
 }

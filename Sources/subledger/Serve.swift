@@ -54,6 +54,10 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("App Store notifications: \(error)")
             }
         }
+        if dependencies.appStoreVerifier != nil, configuration.appStoreEnvironments.contains(.production),
+           configuration.appStoreAppAppleID == nil {
+            logger.warning("Production App Store notifications are accepted without SUBLEDGER_APPSTORE_APP_APPLE_ID: set it so notifications for another app are refused, as Apple's library requires")
+        }
         let app = buildApplication(dependencies, services: makeReminderServices(
             dependencies, conninfo: database.conninfo, expirySweepInterval: sweepInterval))
         logger.info("subledger listening", metadata: [

@@ -70,6 +70,7 @@ struct AppStoreReceiptTests {
             dependencies.configuration.appStoreVerifyURL = baseURL + "/production"
             dependencies.configuration.appStoreSandboxURL = baseURL + "/sandbox"
             dependencies.configuration.appStoreSharedSecret = "shared-secret-1"
+            dependencies.configuration.appStoreBundleID = "com.example.subledger"
             dependencies.configuration.appStoreReceiptRetryDelays = [.milliseconds(1), .milliseconds(2), .milliseconds(4)]
             dependencies.configuration.appStoreReceiptTimeout = .seconds(5)
             configure(&dependencies.configuration, baseURL)

@@ -29,15 +29,7 @@ struct RemindersController {
             }
             status = parsed
         }
-        var dueBefore: Date?
-        if let text = query.get("dueBefore") {
-            guard let parsed = RFC3339.parse(text) else {
-                throw APIError(.badRequest, code: "invalid_field",
-                               message: "Field 'dueBefore' must be an RFC 3339 date-time such as \"2024-01-31T12:00:00Z\", got \"\(text.prefix(64))\".",
-                               field: "dueBefore")
-            }
-            dueBefore = parsed
-        }
+        let dueBefore = try RequestInput.instant("dueBefore", in: request)
         var limit = 1000
         if let text = query.get("limit") {
             guard let parsed = Int(text), (1...10_000).contains(parsed) else {

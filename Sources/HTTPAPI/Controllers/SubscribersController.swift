@@ -57,7 +57,8 @@ struct SubscribersController {
 
     @Sendable func state(request: Request, context: AppRequestContext) async throws -> Response {
         let subscriberID = try RequestInput.subscriberID(context)
-        return try .json(try await reader.state(of: subscriberID, at: try RequestInput.instant("at", in: request)))
+        return try .json(try await reader.state(of: subscriberID, at: try RequestInput.instant("at", in: request),
+                                                 environment: try RequestInput.environment(in: request)))
     }
 
     @Sendable func history(request: Request, context: AppRequestContext) async throws -> Response {
@@ -70,6 +71,7 @@ struct SubscribersController {
 
     @Sendable func explain(request: Request, context: AppRequestContext) async throws -> Response {
         let subscriberID = try RequestInput.subscriberID(context)
-        return try .json(try await reader.explanation(of: subscriberID, at: try RequestInput.instant("at", in: request)))
+        return try .json(try await reader.explanation(of: subscriberID, at: try RequestInput.instant("at", in: request),
+                                                       environment: try RequestInput.environment(in: request)))
     }
 }

@@ -27,14 +27,20 @@ enum RequestInput {
         return data
     }
 
+    /// `?environment=Production|Sandbox`; absent: Production.
+    static func environment(in request: Request) throws(LedgerError) -> Ledger.Environment {
+        guard let text = request.uri.queryParameters.get("environment") else { return .production }
+        guard let environment = Ledger.Environment(rawValue: text) else {
+            throw LedgerError(kind: .badRequest, code: "invalid_field",
+                              message: "Field 'environment' must be \"Production\" or \"Sandbox\", got \"\(text.prefix(64))\".",
+                              field: "environment")
+        }
+        return environment
+    }
+
     /// An RFC 3339 instant from the query; absent: nil.
     static func instant(_ name: String, in request: Request) throws(LedgerError) -> Date? {
         guard let text = request.uri.queryParameters.get(name) else { return nil }
-        guard let date = RFC3339.parse(text) else {
-            throw LedgerError(kind: .badRequest, code: "invalid_field",
-                              message: "Field '\(name)' must be an RFC 3339 date-time such as \"2024-01-31T12:00:00Z\", got \"\(text.prefix(64))\".",
-                              field: name)
-        }
-        return date
+        return try InputLimits.instant(parsing: text, field: name)
     }
 }

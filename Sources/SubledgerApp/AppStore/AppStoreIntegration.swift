@@ -47,7 +47,11 @@ public struct AppStoreIntegration: Sendable {
         guard let bundleID = configuration.appStoreBundleID else {
             throw ConfigurationError(variable: "SUBLEDGER_APPSTORE_BUNDLE_ID", message: "not set: App Store notifications need the app's bundle id")
         }
-        return try AppStoreVerifier(rootCertificatePaths: configuration.appStoreRootCertificates.joined(separator: ","), bundleID: bundleID)
+        var verifier = try AppStoreVerifier(rootCertificatePaths: configuration.appStoreRootCertificates.joined(separator: ","),
+                                            bundleID: bundleID)
+        verifier.appAppleID = configuration.appStoreAppAppleID
+        verifier.environments = configuration.appStoreEnvironments
+        return verifier
     }
 
     /// For `LedgerWriter.claimObserver`: applies what waited for these originals.

@@ -12,6 +12,9 @@ struct ReceiptValidator: Sendable {
     var productionURL: String
     var sandboxURL: String
     var sharedSecret: String?
+    /// The receipt's `bundle_id` must be this (`SUBLEDGER_APPSTORE_BUNDLE_ID`).
+    var bundleID: String?
+    var acceptedEnvironments: Set<Ledger.Environment>
     /// The pause before each retry; its count is how many retries there are.
     var retryDelays: [Duration]
     var timeout: Duration
@@ -22,6 +25,8 @@ struct ReceiptValidator: Sendable {
         productionURL = configuration.appStoreVerifyURL
         sandboxURL = configuration.appStoreSandboxURL
         sharedSecret = configuration.appStoreSharedSecret
+        bundleID = configuration.appStoreBundleID
+        acceptedEnvironments = configuration.appStoreEnvironments
         retryDelays = configuration.appStoreReceiptRetryDelays
         timeout = configuration.appStoreReceiptTimeout
         self.client = client
@@ -48,6 +53,10 @@ struct ReceiptValidator: Sendable {
 
     /// Asks the App Store about `receiptData`.
     func validate(receiptData: String) async throws -> Validated {
+        guard let bundleID else {
+            throw ServiceError(.notConfigured, code: "appstore_not_configured",
+                               message: "SUBLEDGER_APPSTORE_BUNDLE_ID is not set: a receipt cannot be checked to be this app's.")
+        }
         var body: [String: Any] = ["receipt-data": receiptData, "exclude-old-transactions": false]
         if let sharedSecret { body["password"] = sharedSecret }
         let requestBody = (try? JSONSerialization.data(withJSONObject: body)) ?? Data()
@@ -73,8 +82,22 @@ struct ReceiptValidator: Sendable {
             }
             let status = (answer["status"] as? NSNumber)?.intValue ?? -1
             if status == 0 {
+                let receiptBundle = (answer["receipt"] as? [String: Any])?["bundle_id"] as? String
+                guard receiptBundle == bundleID else {
+                    Self.count("rejected")
+                    throw LedgerError(kind: .rule, code: "bundle_id_mismatch",
+                                      message: "The receipt is for bundle id '\((receiptBundle ?? "none").prefix(200))', not this app's '\(bundleID)'.",
+                                      field: "receiptData")
+                }
+                let answered = Self.environment(of: answer) ?? environment
+                guard acceptedEnvironments.contains(answered) else {
+                    Self.count("rejected")
+                    throw LedgerError(kind: .rule, code: "environment_not_accepted",
+                                      message: "The receipt is from the \(answered.rawValue) environment, which SUBLEDGER_APPSTORE_ENVIRONMENTS does not accept.",
+                                      field: "receiptData")
+                }
                 Self.count("valid")
-                return Validated(environment: Self.environment(of: answer) ?? environment, transactions: Self.transactions(in: answer))
+                return Validated(environment: answered, transactions: Self.transactions(in: answer))
             }
             if status == 21007, url == productionURL {
                 // A sandbox receipt sent to production: ask the sandbox.

@@ -20,6 +20,11 @@ public struct SubledgerConfiguration: Sendable {
     public var appStoreVerifyURL: String = "https://buy.itunes.apple.com/verifyReceipt"
     public var appStoreSandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt"
     public var appStoreSharedSecret: String?
+    /// The environments App Store notifications and receipts are accepted
+    /// from (`SUBLEDGER_APPSTORE_ENVIRONMENTS`); others are refused, not stored.
+    public var appStoreEnvironments: Set<Ledger.Environment> = [.production, .sandbox]
+    /// The app's Apple ID; when set, a notification's `appAppleId` must match.
+    public var appStoreAppAppleID: Int64?
     /// Pauses before each retry of a temporary receipt status (their count is the number of retries).
     public var appStoreReceiptRetryDelays: [Duration] = [.milliseconds(500), .seconds(1), .seconds(2)]
     /// How long one `verifyReceipt` call may take.
@@ -75,6 +80,29 @@ public struct SubledgerConfiguration: Sendable {
         if let url = value("SUBLEDGER_APPSTORE_VERIFY_URL") { appStoreVerifyURL = url }
         if let url = value("SUBLEDGER_APPSTORE_SANDBOX_URL") { appStoreSandboxURL = url }
         appStoreSharedSecret = value("SUBLEDGER_APPSTORE_SHARED_SECRET")
+        if let list = value("SUBLEDGER_APPSTORE_ENVIRONMENTS") {
+            var accepted = Set<Ledger.Environment>()
+            for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+                switch item.lowercased() {
+                case "production": accepted.insert(.production)
+                // Xcode and local StoreKit testing count as Sandbox.
+                case "sandbox", "xcode", "localtesting": accepted.insert(.sandbox)
+                default:
+                    throw ConfigurationError(variable: "SUBLEDGER_APPSTORE_ENVIRONMENTS",
+                                             message: "expected Production, Sandbox or both separated by a comma, got \(item)")
+                }
+            }
+            guard !accepted.isEmpty else {
+                throw ConfigurationError(variable: "SUBLEDGER_APPSTORE_ENVIRONMENTS", message: "names no environment")
+            }
+            appStoreEnvironments = accepted
+        }
+        if let id = value("SUBLEDGER_APPSTORE_APP_APPLE_ID") {
+            guard let number = Int64(id), number > 0 else {
+                throw ConfigurationError(variable: "SUBLEDGER_APPSTORE_APP_APPLE_ID", message: "expected the app's numeric Apple ID, got \(id)")
+            }
+            appStoreAppAppleID = number
+        }
         sessionTimeouts.statementTimeout = try seconds("SUBLEDGER_DB_STATEMENT_TIMEOUT") ?? sessionTimeouts.statementTimeout
         sessionTimeouts.lockTimeout = try seconds("SUBLEDGER_DB_LOCK_TIMEOUT") ?? sessionTimeouts.lockTimeout
         sessionTimeouts.idleInTransactionSessionTimeout =

@@ -38,26 +38,28 @@ public struct SubscriberReader: Sendable {
 
     /// The subscriber's state at `at` (default: now), with the reminders the
     /// reminder projection holds for them.
-    public func state(of subscriberID: String, at: Date? = nil) async throws -> SubscriberState {
+    /// Only `environment`'s facts count: a sandbox purchase never grants production.
+    public func state(of subscriberID: String, at: Date? = nil, environment: Ledger.Environment = .production) async throws -> SubscriberState {
         let history = try await history(of: subscriberID)
-        var state = SubscriberState.fold(history.events, subscriberID: subscriberID, catalog: catalog, at: at ?? now())
-        state.reminders = try await reminders.reminders(of: subscriberID).map(\.stateReminder)
+        var state = SubscriberState.fold(history.events, subscriberID: subscriberID, catalog: catalog, at: at ?? now(),
+                                         environment: environment)
+        state.reminders = try await reminders.reminders(of: subscriberID).filter { $0.environment == environment }.map(\.stateReminder)
         return state
     }
 
     /// The state of a subscriber who may have no facts yet (an empty state then).
-    public func stateOrEmpty(of subscriberID: String) async throws -> SubscriberState {
+    public func stateOrEmpty(of subscriberID: String, environment: Ledger.Environment = .production) async throws -> SubscriberState {
         do {
-            return try await state(of: subscriberID)
+            return try await state(of: subscriberID, environment: environment)
         } catch let error as LedgerError where error.kind == .notFound {
-            return SubscriberState.fold([], subscriberID: subscriberID, catalog: catalog, at: now())
+            return SubscriberState.fold([], subscriberID: subscriberID, catalog: catalog, at: now(), environment: environment)
         }
     }
 
     /// Why each entitlement is or is not active at `at`.
-    public func explanation(of subscriberID: String, at: Date? = nil) async throws -> Explanation {
+    public func explanation(of subscriberID: String, at: Date? = nil, environment: Ledger.Environment = .production) async throws -> Explanation {
         let history = try await history(of: subscriberID)
-        return explain(subscriberID: subscriberID, history: history.events, catalog: catalog, at: at ?? now())
+        return explain(subscriberID: subscriberID, history: history.events, catalog: catalog, at: at ?? now(), environment: environment)
     }
 
     /// The subscriber's events in order, each with a readable summary.

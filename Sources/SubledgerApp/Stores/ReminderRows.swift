@@ -5,7 +5,7 @@ import Postgres
 /// The SQL of the `reminders` table.
 enum ReminderRows {
     static let columns = """
-        id, subscriber_id, "group", product_id, type, lead, expires_at, due_at, status, attempts, last_error
+        id, subscriber_id, "group", product_id, type, lead, expires_at, due_at, status, attempts, last_error, environment
         """
 
     static func reminder(_ row: PostgresRow) throws -> (DesiredReminder, ReminderStatus, attempts: Int, lastError: String?) {
@@ -16,7 +16,8 @@ enum ReminderRows {
             id: try row.decode(String.self, at: 0), type: ReminderType(rawValue: type) ?? .renewalReminder,
             subscriberID: try row.decode(String.self, at: 1), group: try row.decode(String.self, at: 2),
             productID: try row.decode(String.self, at: 3), expiresAt: try row.decode(Date.self, at: 6),
-            lead: (try? ISODuration(parsing: lead)) ?? .zero, dueAt: try row.decode(Date.self, at: 7))
+            lead: (try? ISODuration(parsing: lead)) ?? .zero, dueAt: try row.decode(Date.self, at: 7),
+            environment: Environment(rawValue: try row.decode(String.self, at: 11)) ?? .production)
         return (reminder, ReminderStatus(rawValue: status) ?? .pending, try row.decode(Int.self, at: 9), try row.decode(String?.self, at: 10))
     }
 
@@ -36,24 +37,25 @@ enum ReminderRows {
     static func write(_ reminders: [ScheduledReminder], subscriberID: String, on connection: Connection) async throws {
         guard !reminders.isEmpty else { return }
         struct Row: Encodable {
-            var id, subscriber_id, group, product_id, type, lead, status: String
+            var id, subscriber_id, group, product_id, type, lead, status, environment: String
             var expires_at, due_at: Date
         }
         let rows = reminders.map {
             Row(id: $0.reminder.id, subscriber_id: subscriberID, group: $0.reminder.group, product_id: $0.reminder.productID,
                 type: $0.reminder.type.rawValue, lead: $0.reminder.lead.description, status: $0.status.rawValue,
+                environment: $0.reminder.environment.rawValue,
                 expires_at: $0.reminder.expiresAt, due_at: $0.reminder.dueAt)
         }
         let document = PostgresJSON(data: try LedgerJSON.makeEncoder().encode(rows))
         try await connection.query("""
-            INSERT INTO reminders AS r (id, subscriber_id, "group", product_id, type, lead, expires_at, due_at, status, next_attempt_at)
-            SELECT x.id, x.subscriber_id, x."group", x.product_id, x.type, x.lead, x.expires_at, x.due_at, x.status, x.due_at
+            INSERT INTO reminders AS r (id, subscriber_id, "group", product_id, type, lead, expires_at, due_at, status, next_attempt_at, environment)
+            SELECT x.id, x.subscriber_id, x."group", x.product_id, x.type, x.lead, x.expires_at, x.due_at, x.status, x.due_at, x.environment
             FROM jsonb_to_recordset(\(document)::jsonb) AS x(
                 id text, subscriber_id text, "group" text, product_id text, type text, lead text,
-                expires_at timestamptz, due_at timestamptz, status text)
+                expires_at timestamptz, due_at timestamptz, status text, environment text)
             ON CONFLICT (id) DO UPDATE
             SET subscriber_id = EXCLUDED.subscriber_id, "group" = EXCLUDED."group", product_id = EXCLUDED.product_id,
-                type = EXCLUDED.type, lead = EXCLUDED.lead, expires_at = EXCLUDED.expires_at, due_at = EXCLUDED.due_at,
+                type = EXCLUDED.type, lead = EXCLUDED.lead, environment = EXCLUDED.environment, expires_at = EXCLUDED.expires_at, due_at = EXCLUDED.due_at,
                 status = EXCLUDED.status,
                 next_attempt_at = CASE WHEN r.status <> 'pending' AND EXCLUDED.status = 'pending'
                                        THEN EXCLUDED.due_at ELSE r.next_attempt_at END,

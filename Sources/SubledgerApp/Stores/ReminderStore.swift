@@ -16,10 +16,11 @@ public struct ReminderView: Sendable, Equatable, Encodable {
     public var status: ReminderStatus
     public var attempts: Int
     @ExplicitNull public var lastError: String?
+    public var environment: Ledger.Environment
 
     enum CodingKeys: String, CodingKey {
         case id, subscriberID = "subscriberId", type, group, productID = "productId", expiresAt, lead, dueAt, status
-        case attempts, lastError
+        case attempts, lastError, environment
     }
 
     /// As the subscriber state shows it.
@@ -87,6 +88,7 @@ public struct ReminderStore: Sendable {
         let (reminder, status, attempts, lastError) = try ReminderRows.reminder(row)
         return ReminderView(id: reminder.id, subscriberID: reminder.subscriberID, type: reminder.type, group: reminder.group,
                             productID: reminder.productID, expiresAt: reminder.expiresAt, lead: reminder.lead,
-                            dueAt: reminder.dueAt, status: status, attempts: attempts, lastError: lastError)
+                            dueAt: reminder.dueAt, status: status, attempts: attempts, lastError: lastError,
+                            environment: reminder.environment)
     }
 }

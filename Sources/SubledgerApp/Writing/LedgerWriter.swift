@@ -66,11 +66,13 @@ public struct LedgerWriter: Sendable {
         }
         let now = self.now()
         let ledger = result.ledgers[command.subscriberID] ?? SubscriberLedger(subscriberID: command.subscriberID)
+        // The state of the environment the fact is about, so the answer shows its effect.
+        let environment = command.environment
         switch result.outcomes[0] {
         case .recorded(let position):
-            return WriteResult(position: position, isDuplicate: false, state: ledger.state(at: now, catalog: catalog))
+            return WriteResult(position: position, isDuplicate: false, state: ledger.state(at: now, catalog: catalog, environment: environment))
         case .duplicate(let position):
-            return WriteResult(position: position, isDuplicate: true, state: ledger.state(at: now, catalog: catalog))
+            return WriteResult(position: position, isDuplicate: true, state: ledger.state(at: now, catalog: catalog, environment: environment))
         case .rejected(let error):
             throw error
         }

@@ -21,6 +21,14 @@ public struct WriteCommand: Sendable {
         self.source = source
     }
 
+    /// The store environment the command's facts are in.
+    var environment: Ledger.Environment {
+        switch request {
+        case .fact(let fact): fact.environment
+        case .restore(let restore): restore.transactions.first?.environment ?? .production
+        }
+    }
+
     public static func fact(_ request: FactRequest, subscriberID: String, source: String = FactSource.api) -> WriteCommand {
         WriteCommand(subscriberID: subscriberID, request: .fact(request), source: source)
     }
