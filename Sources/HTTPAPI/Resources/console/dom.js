@@ -28,6 +28,29 @@ export function s(tag, attributes, ...children) {
   return build(document.createElementNS(SVG_NS, tag), attributes, children);
 }
 
+/**
+ * A box that draws `draw(width)` at its own width in CSS pixels, and again
+ * when that width changes, so SVG text keeps its size on a phone and on a
+ * wide screen alike.
+ */
+export function fitted(className, draw) {
+  const box = h('div', { class: className });
+  let drawnWidth = 0;
+  const observer = new ResizeObserver((entries) => {
+    if (!box.isConnected) {
+      observer.disconnect();
+      return;
+    }
+    const width = Math.floor(entries[entries.length - 1].contentRect.width);
+    if (width > 0 && width !== drawnWidth) {
+      drawnWidth = width;
+      box.replaceChildren(draw(width));
+    }
+  });
+  observer.observe(box);
+  return box;
+}
+
 /** Replaces an element's children. */
 export function replace(element, ...children) {
   element.replaceChildren();
@@ -81,7 +104,7 @@ export function table(columns, rows, { empty = 'Nothing to show.', caption, rowC
       caption ? h('caption', { class: 'visually-hidden' }, caption) : null,
       h('thead', {}, h('tr', {}, columns.map((column) => h('th', { scope: 'col', class: column.class }, column.label)))),
       h('tbody', {}, rows.map((row) => h('tr', { class: rowClass ? rowClass(row) : null },
-        columns.map((column) => h('td', { class: column.class, 'data-label': column.label }, column.cell(row))))))));
+        columns.map((column) => h('td', { class: column.class, 'data-label': column.label }, h('div', { class: 'cell' }, column.cell(row)))))))));
 }
 
 /** A titled card section. */

@@ -62,14 +62,23 @@ export async function renderOverview(main, values, { focusHeading }) {
   const remindersCard = h('div', {}, h('p', { class: 'loading' }, 'Loading…'));
   const attentionCard = h('div', {}, h('p', { class: 'loading' }, 'Loading…'));
   const range = values.get('range') || '30d';
+  const entitlement = values.get('entitlement') || '';
+  const choose = (name, value) => {
+    const query = new URLSearchParams(values);
+    if (value) query.set(name, value);
+    else query.delete(name);
+    location.hash = `#/?${query.toString()}`;
+  };
+  const entitlementSelect = h('select', { id: 'chart-entitlement', onchange: (event) => choose('entitlement', event.target.value) },
+    h('option', { value: '' }, 'all entitlements'),
+    entitlement ? h('option', { value: entitlement, selected: true }, entitlement) : null);
   const rangeForm = h('form', { class: 'inline-form', onsubmit: (event) => event.preventDefault() },
+    h('label', { for: 'chart-entitlement' }, 'Entitlement'),
+    entitlementSelect,
     h('label', { for: 'chart-range' }, 'Range'),
-    h('select', {
-      id: 'chart-range',
-      onchange: (event) => { location.hash = `#/?range=${encodeURIComponent(event.target.value)}`; },
-    },
-    [['30d', 'last 30 days, daily'], ['12w', 'last 12 weeks, weekly'], ['52w', 'last 52 weeks, weekly']]
-      .map(([value, label]) => h('option', { value, selected: value === range }, label))));
+    h('select', { id: 'chart-range', onchange: (event) => choose('range', event.target.value) },
+      [['30d', 'last 30 days, daily'], ['12w', 'last 12 weeks, weekly'], ['52w', 'last 52 weeks, weekly']]
+        .map(([value, label]) => h('option', { value, selected: value === range }, label))));
 
   replace(main, h('div', { class: 'page-head' }, heading, h('p', { class: 'muted' }, `As of ${formatTime(new Date(now).toISOString())}`)),
     h('div', { class: 'columns' },
@@ -84,6 +93,9 @@ export async function renderOverview(main, values, { focusHeading }) {
       const stats = await getIfAvailable('/v1/stats');
       if (!stats) return unavailable('Active subscriber counts');
       const { entitlements, products, types } = breakdowns(stats);
+      for (const [name] of entitlements) {
+        if (name !== entitlement) entitlementSelect.append(h('option', { value: name }, name));
+      }
       return [
         entitlements.length === 0 ? h('p', { class: 'empty' }, 'No entitlement is active.')
           : h('ul', { class: 'big-numbers' }, entitlements.map(([name, number]) => h('li', {},
@@ -95,7 +107,7 @@ export async function renderOverview(main, values, { focusHeading }) {
       ];
     }),
     fill(chartCard, async () => {
-      const body = await getIfAvailable('/v1/stats/active', { from: isoSeconds(now - days * DAY), to: isoSeconds(now), interval });
+      const body = await getIfAvailable('/v1/stats/active', { from: isoSeconds(now - days * DAY), to: isoSeconds(now), interval, entitlement });
       if (!body) return unavailable('Active subscribers over time');
       const series = seriesOf(body);
       if (series.length === 0) return h('p', { class: 'empty' }, 'No data points in this range.');

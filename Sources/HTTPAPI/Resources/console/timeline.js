@@ -4,11 +4,9 @@
 // now-line and an as-of line. What is drawn is what was known at the as-of
 // instant (facts dated after it are left out), like the state beside it.
 
-import { formatDay, formatTime, h, s } from './dom.js';
+import { fitted, formatDay, formatTime, h, s } from './dom.js';
 
 const DAY = 86_400_000;
-const WIDTH = 960;
-const LABEL_WIDTH = 150;
 const RIGHT = 18;
 const TOP = 28;
 const LANE_HEIGHT = 48;
@@ -38,8 +36,9 @@ export function timelineModel({ state, events, reminders, at, now }) {
   const transactions = new Map();
   const remember = (fact) => {
     if (fact && fact.transactionId && !transactions.has(fact.transactionId)) {
+      const oneTime = ['consumable', 'non-consumable', 'free'].includes(fact.productType);
       transactions.set(fact.transactionId, {
-        group: fact.group || fact.productId,
+        group: oneTime ? ONE_TIME_LANE : fact.group || fact.productId,
         environment: fact.environment || 'Production',
         productType: fact.productType,
         fact,
@@ -160,38 +159,52 @@ export function timelineModel({ state, events, reminders, at, now }) {
   return { lanes: [...lanes.values()], from: from - pad, to: to + pad, at: atTime, now: nowTime };
 }
 
-function tickStep(span) {
+function tickStep(span, count) {
   const steps = [DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY, 61 * DAY, 91 * DAY, 182 * DAY, 365 * DAY, 730 * DAY, 1826 * DAY];
-  return steps.find((step) => span / step <= 7) || steps[steps.length - 1];
+  return steps.find((step) => span / step <= count) || steps[steps.length - 1];
 }
 
 function short(text, length) {
   return text.length > length ? `${text.slice(0, length - 1)}…` : text;
 }
 
-/** The SVG and its legend; an empty timeline says so. */
+/** The timeline at the width of its card, and its legend; an empty one says so. */
 export function renderTimeline(model) {
   if (model.lanes.length === 0) {
     return h('p', { class: 'empty' }, 'Nothing to draw: no subscriptions, periods, purchases or reminders at this instant.');
   }
+  return h('div', { class: 'timeline-wrap' }, fitted('timeline-box', (width) => drawTimeline(model, width)), legend());
+}
+
+function drawTimeline(model, availableWidth) {
+  const width = Math.max(300, availableWidth);
+  const narrow = width < 560;
+  const labelWidth = narrow ? 86 : 150;
   const height = TOP + model.lanes.length * LANE_HEIGHT + AXIS;
-  const x = (time) => LABEL_WIDTH + ((time - model.from) / (model.to - model.from)) * (WIDTH - LABEL_WIDTH - RIGHT);
+  const x = (time) => labelWidth + ((time - model.from) / (model.to - model.from)) * (width - labelWidth - RIGHT);
   const bottom = TOP + model.lanes.length * LANE_HEIGHT;
   const svg = s('svg', {
-    class: 'timeline', viewBox: `0 0 ${WIDTH} ${height}`, width: WIDTH, height, role: 'img',
+    class: 'timeline', viewBox: `0 0 ${width} ${height}`, width, height, role: 'img',
     'aria-labelledby': 'timeline-title timeline-desc',
   },
   s('title', { id: 'timeline-title' }, 'Timeline'),
   s('desc', { id: 'timeline-desc' },
     `${model.lanes.length} lane(s) from ${formatDay(new Date(model.from).toISOString())} to ${formatDay(new Date(model.to).toISOString())}; the tables below hold the same facts.`));
 
-  // Axis and grid.
-  const step = tickStep(model.to - model.from);
+  // Axis and grid: a date every 90 pixels or so; on a narrow screen shorter
+  // labels ("11-23", or "2026-11" over long spans) every 55.
+  const span = model.to - model.from;
+  const step = tickStep(span, Math.max(2, Math.floor((width - labelWidth) / (narrow ? 55 : 90))));
+  const label = (tick) => {
+    const day = formatDay(new Date(tick).toISOString());
+    if (!narrow) return day;
+    return span > 300 * DAY ? day.slice(0, 7) : day.slice(5);
+  };
   const grid = s('g', { class: 'axis' });
   for (let tick = Math.ceil(model.from / step) * step; tick <= model.to; tick += step) {
     grid.append(
       s('line', { class: 'grid', x1: x(tick), x2: x(tick), y1: TOP, y2: bottom }),
-      s('text', { class: 'axis-label', x: x(tick), y: bottom + 18, 'text-anchor': 'middle' }, formatDay(new Date(tick).toISOString())));
+      s('text', { class: 'axis-label', x: x(tick), y: bottom + 18, 'text-anchor': 'middle' }, label(tick)));
   }
   svg.append(grid);
 
@@ -199,8 +212,8 @@ export function renderTimeline(model) {
     const top = TOP + index * LANE_HEIGHT;
     const group = s('g', { class: 'lane', 'data-lane': lane.name });
     group.append(
-      s('rect', { class: index % 2 ? 'lane-bg odd' : 'lane-bg', x: 0, y: top, width: WIDTH, height: LANE_HEIGHT }),
-      s('text', { class: 'lane-label', x: 8, y: top + 21 }, short(lane.name, 20), s('title', {}, lane.name)));
+      s('rect', { class: index % 2 ? 'lane-bg odd' : 'lane-bg', x: 0, y: top, width, height: LANE_HEIGHT }),
+      s('text', { class: 'lane-label', x: 6, y: top + 21 }, short(lane.name, narrow ? 11 : 20), s('title', {}, lane.name)));
     for (const item of lane.items) group.append(drawItem(item, top, x));
     svg.append(group);
   });
@@ -213,8 +226,7 @@ export function renderTimeline(model) {
   const apart = Math.abs(x(model.now) - x(model.at)) > 1;
   svg.append(marker(model.now, 'now', 'now', model.at > model.now ? 'end' : 'start'));
   if (apart) svg.append(marker(model.at, 'asof', 'as of', model.at > model.now ? 'start' : 'end'));
-
-  return h('div', { class: 'timeline-wrap' }, h('div', { class: 'timeline-scroll' }, svg), legend());
+  return svg;
 }
 
 function drawItem(item, top, x) {
