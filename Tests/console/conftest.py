@@ -102,7 +102,8 @@ def facts():
                    "purchaseDate": iso(days(-5))})
     record(alice, {"type": "purchase", "transactionId": "console-coins-1", "productId": "com.example.coins.100",
                    "purchaseDate": iso(days(-3)), "quantity": 2})
-    record(alice, {"type": "purchase", "transactionId": "console-sandbox-1", "productId": "com.example.level2",
+    # A StoreKit test purchase: history shows it marked Sandbox.
+    record(alice, {"type": "purchase", "transactionId": "console-sandbox-1", "productId": "com.example.coins.100",
                    "purchaseDate": iso(days(-2)), "environment": "Sandbox"})
 
     # The hostile subscriber.
@@ -219,16 +220,18 @@ class Console:
         self.visible("#entitlements")
         self.settled()
 
-    def screenshot(self, name, width, mobile=False):
-        """A full-page screenshot at `width` CSS pixels."""
+    def screenshot(self, name, width, mobile=False, height=None):
+        """A screenshot at `width` CSS pixels: the whole page, or its top `height` pixels."""
         os.makedirs(SCREENSHOTS, exist_ok=True)
-        metrics = {"width": width, "height": 900, "deviceScaleFactor": 2 if mobile else 1, "mobile": mobile}
+        metrics = {"width": width, "height": height or 900, "deviceScaleFactor": 2 if mobile else 1, "mobile": mobile}
         self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+        self.driver.execute_script("window.scrollTo(0, 0)")
         time.sleep(0.4)
-        height = self.driver.execute_script(
-            "return Math.ceil(Math.max(document.body.scrollHeight, document.documentElement.scrollHeight))")
-        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**metrics, "height": min(height, 12000)})
-        time.sleep(0.4)
+        if height is None:
+            page = self.driver.execute_script(
+                "return Math.ceil(Math.max(document.body.scrollHeight, document.documentElement.scrollHeight))")
+            self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**metrics, "height": min(page, 12000)})
+            time.sleep(0.4)
         path = os.path.join(SCREENSHOTS, name)
         self.driver.save_screenshot(path)
         self.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -49,6 +49,8 @@ def test_a_wrong_key_shows_a_clear_message(console, facts):
     console.wait().until(lambda _: "not accepted" in console.find("#signin-message").text)
     assert console.find("#app").is_displayed() is False
 
+    console.screenshot("signin-wrong-key.png", 1280)
+
     console.sign_in(INGEST_KEY)
     console.wait().until(lambda _: "support or admin" in console.find("#signin-message").text)
     assert console.driver.execute_script("return sessionStorage.length") == 0
@@ -242,6 +244,7 @@ def test_overview_and_screenshots(console, facts):
 
     console.open_subscriber(facts.subscriber)
     console.screenshot("subscriber-desktop.png", 1280)
+    console.screenshot("subscriber-desktop-top.png", 1280, height=1000)  # docs/console-subscriber.png
     console.screenshot("subscriber-phone.png", 390, mobile=True)
     # On a phone the page is one column and nothing but the wide tables and
     # the timeline (which scroll inside their cards) is wider than the screen.
