@@ -151,6 +151,14 @@ def test_the_as_of_picker_rerenders_at_that_instant(console, facts):
     console.wait().until(lambda _: "at=" not in console.driver.current_url)
     console.wait().until(lambda _: console.find_all('[data-entitlement="pro"][data-active="true"]'))
 
+    # The Sandbox view is asked for with ?environment=Sandbox (a server
+    # without per-environment views says so above its only view).
+    Select(console.find("#environment")).select_by_value("Sandbox")
+    console.find("#asof-apply").click()
+    console.wait().until(lambda _: "environment=Sandbox" in console.driver.current_url)
+    console.settled()
+    assert "Sandbox view" in console.find(".asof-state").text
+
 
 def test_reminder_delivery_is_shown(console, facts):
     console.signed_in()

@@ -77,7 +77,7 @@ async function search(event) {
   try {
     const owner = await findSubscriber(text);
     if (owner) {
-      message.textContent = owner.via ? `Transaction ${text} belongs to subscriber ${owner.id}.` : '';
+      message.textContent = owner.via ? `${owner.via} belongs to subscriber ${owner.id}.` : '';
       userNavigated = true;
       fromSearch = true;
       const target = subscriberHref(owner.id);
@@ -88,25 +88,40 @@ async function search(event) {
         location.hash = target;
       }
     } else {
-      message.textContent = `Nothing found for "${text}": it is not a subscriber id, a transaction id or an original transaction id in this ledger.`;
+      message.textContent = `Nothing found for "${text}": it is not a subscriber id, a transaction, original transaction or order id in this ledger.`;
     }
   } catch (error) {
     message.textContent = error.message;
   }
 }
 
+/**
+ * Whom the text leads to: the owner of a transaction or original transaction
+ * id, a subscriber id, else the owner of an App Store order id (where the
+ * server has the orders endpoint). Null when none.
+ */
 async function findSubscriber(text) {
+  const id = encodeURIComponent(text);
+  const notFound = (error) => error instanceof ApiError && (error.status === 404 || error.status === 400);
   try {
-    const transaction = await get(`/v1/transactions/${encodeURIComponent(text)}`);
-    return { id: transaction.subscriberId, via: 'transaction' };
+    const transaction = await get(`/v1/transactions/${id}`);
+    return { id: transaction.subscriberId, via: `Transaction ${text}` };
   } catch (error) {
-    if (!(error instanceof ApiError) || (error.status !== 404 && error.status !== 400)) throw error;
+    if (!notFound(error)) throw error;
   }
   try {
-    const state = await get(`/v1/subscribers/${encodeURIComponent(text)}`);
+    const state = await get(`/v1/subscribers/${id}`);
     return { id: state.subscriberId };
   } catch (error) {
-    if (error instanceof ApiError && (error.status === 404 || error.status === 400)) return null;
+    if (!notFound(error)) throw error;
+  }
+  try {
+    const order = await get(`/v1/orders/${id}`);
+    const owner = order.subscriberId || (order.transactions || []).map((item) => item.subscriberId).find(Boolean);
+    return owner ? { id: owner, via: `Order ${text}` } : null;
+  } catch (error) {
+    // No such order, no orders endpoint, or the App Store API not configured.
+    if (error instanceof ApiError && error.status !== 401) return null;
     throw error;
   }
 }

@@ -81,10 +81,11 @@ export function badge(text, kind) {
   return h('span', { class: ['badge', kind && `badge-${kind}`] }, text);
 }
 
-/** A link to a subscriber's page, optionally at an instant. */
-export function subscriberHref(id, at) {
+/** A link to a subscriber's page, optionally at an instant and in the Sandbox view. */
+export function subscriberHref(id, at, environment) {
   let href = `#/subscriber?id=${encodeURIComponent(id)}`;
   if (at) href += `&at=${encodeURIComponent(at)}`;
+  if (environment) href += `&environment=${encodeURIComponent(environment)}`;
   return href;
 }
 

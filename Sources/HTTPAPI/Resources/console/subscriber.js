@@ -34,9 +34,10 @@ export async function renderSubscriber(main, params, { focusHeading }) {
   const id = params.get('id') || '';
   const atParam = params.get('at');
   const at = atParam && !Number.isNaN(Date.parse(atParam)) ? atParam : null;
+  const environment = params.get('environment') === 'Sandbox' ? 'Sandbox' : null;
   const heading = h('h1', { tabindex: '-1', class: 'subscriber-id' }, h('span', { class: 'muted' }, 'Subscriber '), h('span', { class: 'mono', id: 'subscriber-id' }, id));
   const body = h('div', { class: 'stack' }, h('p', { class: 'loading', role: 'status' }, 'Loading…'));
-  replace(main, h('div', { class: 'page-head' }, heading, asOfForm(id, at)), body);
+  replace(main, h('div', { class: 'page-head' }, heading, asOfForm(id, at, environment)), body);
   focusHeading(heading);
   if (!id) {
     replace(body, failure(new Error('No subscriber id: use the search box.')));
@@ -44,7 +45,7 @@ export async function renderSubscriber(main, params, { focusHeading }) {
   }
 
   const subscriber = `/v1/subscribers/${encodeURIComponent(id)}`;
-  const instant = at ? { at } : {};
+  const instant = { at, environment };
   const [state, explanation, history, reminders, notifications] = await Promise.allSettled([
     get(subscriber, instant),
     get(`${subscriber}/explain`, instant),
@@ -65,7 +66,12 @@ export async function renderSubscriber(main, params, { focusHeading }) {
   // Delivery details come from /v1/reminders; an older server has them only in the state.
   const reminderRows = reminders.status === 'fulfilled' && reminders.value ? reminders.value.reminders : current.reminders;
 
+  // The contract's per-environment view; a server without it answers its only view.
+  const environmentNote = environment && current.environment === undefined
+    ? h('p', { class: 'note' }, 'This server does not answer a separate Sandbox view yet: what follows is its only view.')
+    : null;
   replace(body,
+    environmentNote,
     entitlementsCard(current, explanation),
     section('Timeline', { id: 'timeline' },
       renderTimeline(timelineModel({ state: current, events, reminders: reminderRows, at: current.at, now }))),
@@ -76,8 +82,11 @@ export async function renderSubscriber(main, params, { focusHeading }) {
     historyCard(history));
 }
 
-function asOfForm(id, at) {
+function asOfForm(id, at, environment) {
   const input = h('input', { id: 'asof', name: 'asof', type: 'datetime-local', step: '1', value: pickerValue(at || new Date().toISOString()) });
+  const view = h('select', { id: 'environment', name: 'environment' },
+    h('option', { value: '' }, 'Production'),
+    h('option', { value: 'Sandbox', selected: environment === 'Sandbox' }, 'Sandbox'));
   const message = h('span', { class: 'field-error', id: 'asof-error', role: 'alert' });
   const form = h('form', {
     class: 'asof', id: 'asof-form', 'aria-describedby': 'asof-help',
@@ -88,17 +97,20 @@ function asOfForm(id, at) {
         message.textContent = 'Enter a date and time.';
         return;
       }
-      location.hash = subscriberHref(id, instant);
+      location.hash = subscriberHref(id, instant, view.value);
     },
   },
   h('label', { for: 'asof' }, 'As of (UTC)'),
   input,
+  h('label', { for: 'environment', class: 'visually-hidden' }, 'Environment'),
+  view,
   h('button', { type: 'submit', id: 'asof-apply' }, 'Show'),
   h('button', {
     type: 'button', id: 'asof-now', class: 'secondary',
-    onclick: () => { location.hash = subscriberHref(id); },
+    onclick: () => { location.hash = subscriberHref(id, null, view.value); },
   }, 'Now'),
-  h('span', { id: 'asof-help', class: 'muted asof-state' }, at ? `Showing the state at ${formatTime(at)}` : 'Showing the state now'),
+  h('span', { id: 'asof-help', class: 'muted asof-state' },
+    `${environment ? 'Sandbox view' : 'Production view'}, ${at ? `at ${formatTime(at)}` : 'now'}`),
   message);
   return form;
 }
