@@ -198,6 +198,8 @@ def test_lists(console, facts):
     console.open("#/reminders?status=pending")
     console.settled()
     assert facts.subscriber in console.find("main table").text
+    assert "HTTP 500" in console.find("main table").text  # the unlucky one's last error
+    console.screenshot("reminders-desktop.png", 1280)
     console.open("#/reminders?status=sent")
     console.settled()
     assert facts.delivered in console.find("main table").text

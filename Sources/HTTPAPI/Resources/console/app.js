@@ -128,8 +128,10 @@ async function findSubscriber(text) {
 
 function route() {
   const hash = location.hash.startsWith('#/') ? location.hash.slice(2) : '';
-  const [name, query] = hash.split('?', 2);
-  return { name: name.replace(/\/$/, ''), params: new URLSearchParams(query || '') };
+  const split = hash.indexOf('?');
+  const name = split < 0 ? hash : hash.slice(0, split);
+  const query = split < 0 ? '' : hash.slice(split + 1);
+  return { name: name.replace(/\/$/, ''), params: new URLSearchParams(query) };
 }
 
 async function render() {
