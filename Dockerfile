@@ -16,7 +16,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --no-create-home --shell /usr/sbin/nologin subledger
 COPY --from=build /build/.build/release/subledger /usr/local/bin/subledger
-# Package resources (the OpenAPI document) are found beside the executable.
+# Package resources (the OpenAPI document, the support console) are found beside the executable.
 COPY --from=build /build/.build/release/subledger_HTTPAPI.resources /usr/local/bin/subledger_HTTPAPI.resources
 COPY sql /usr/share/subledger/sql
 COPY examples /usr/share/subledger/examples

@@ -30,6 +30,9 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
         .addRoutes(to: router)
     OpenAPIController().addRoutes(to: router)
     AppStoreController(appStore: appStore, keys: keys).addRoutes(to: router)
+    NotificationsController(store: NotificationStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
+    ParkedController(store: ParkedEventStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
+    ConsoleController().addRoutes(to: router)
     return router
 }
 

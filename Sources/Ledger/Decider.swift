@@ -110,6 +110,23 @@ public struct Decider: Sendable {
             decision = try decide(reversal, ledger: ledger, owner: owner, now: now, source: source)
         case .expiry(let expiry):
             decision = try decide(expiry, ledger: ledger, now: now, source: source)
+        case .autoRenewChange(let change) where change.effectiveDate == nil && ledger.latestAutoRenew(of: change.originalTransactionID)?.value == change.autoRenew:
+            // Undated, its key would be new on every retry: the same change
+            // as the latest one recorded is that one again.
+            decision = .duplicate(of: ledger.latestAutoRenew(of: change.originalTransactionID)!.position)
+        case .billingIssue(let issue) where issue.effectiveDate == nil:
+            if let open = ledger.openBillingIssue(of: issue.originalTransactionID),
+               open.value.gracePeriodExpiresDate == issue.gracePeriodExpiresDate {
+                decision = .duplicate(of: open.position)
+            } else {
+                decision = try decideSubscriptionChange(
+                    originalTransactionID: issue.originalTransactionID, productID: issue.productID, ledger: ledger, owner: owner
+                ) { productID in
+                    .billingIssue(BillingIssue(originalTransactionID: issue.originalTransactionID, productID: productID,
+                                               effectiveDate: now, gracePeriodExpiresDate: issue.gracePeriodExpiresDate,
+                                               environment: issue.environment, source: source))
+                }
+            }
         case .autoRenewChange(let change):
             decision = try decideSubscriptionChange(
                 originalTransactionID: change.originalTransactionID, productID: change.productID, ledger: ledger, owner: owner

@@ -180,3 +180,20 @@ public struct SubscriberLedger: Sendable, Equatable {
         items.filter { $0.date <= at }.max { ($0.date, $0.position) < ($1.date, $1.position) }
     }
 }
+
+extension SubscriberLedger {
+    /// The latest auto-renew change recorded for an original transaction.
+    func latestAutoRenew(of originalTransactionID: String) -> Dated<Bool>? {
+        autoRenewChanges[originalTransactionID]?.max { $0.position < $1.position }
+    }
+
+    /// The latest billing issue of an original transaction, if no transaction
+    /// of it was recorded after it (a renewal settles it).
+    func openBillingIssue(of originalTransactionID: String) -> Dated<BillingIssue>? {
+        guard let issue = billingIssues[originalTransactionID]?.max(by: { $0.position < $1.position }) else { return nil }
+        let renewed = transactions.values.contains {
+            $0.fact.originalTransactionID == originalTransactionID && $0.position > issue.position
+        }
+        return renewed ? nil : issue
+    }
+}

@@ -44,7 +44,9 @@ import Testing
     }
 
     @Test func productionStaysProduction() async throws {
-        let result = try await mapped(.subscribed, .initialBuy, transaction: subscription, environment: .production)
+        var production = subscription
+        production.environment = .production
+        let result = try await mapped(.subscribed, .initialBuy, transaction: production, environment: .production)
         #expect(result.environment == .production)
         #expect(result.facts.map(\.environment) == [.production])
     }
@@ -228,7 +230,8 @@ import Testing
             }
         }
         #expect(history.count == 4)
-        let state = SubscriberState.fold(history, subscriberID: subscriberID, catalog: catalog, at: TestAppStore.date("2025-03-06T00:00:00Z"))
+        let state = SubscriberState.fold(history, subscriberID: subscriberID, catalog: catalog, at: TestAppStore.date("2025-03-06T00:00:00Z"),
+                                         environment: .sandbox)
         #expect(state.subscriptions.first?.status == .revoked)
         #expect(state.entitlements.first?.active == false)
     }

@@ -84,7 +84,7 @@ struct NonRenewingExamples {
         #expect(moved.map(\.expiresAt) == Array(repeating: date("2024-03-01T00:00:00Z"), count: 3))
         #expect(Set(moved.map(\.id)).isDisjoint(with: reminders.map(\.id)))
         let body = String(decoding: try moved[0].webhookBody(), as: UTF8.self)
-        #expect(body == #"{"dueAt":"2024-02-23T00:00:00Z","expiresAt":"2024-03-01T00:00:00Z","group":"pass","id":"rem:u:pass:2024-03-01T00:00:00Z:P7D","lead":"P7D","productId":"com.example.pass.30d","subscriberId":"u","type":"renewal_reminder"}"#)
+        #expect(body == #"{"dueAt":"2024-02-23T00:00:00Z","environment":"Production","expiresAt":"2024-03-01T00:00:00Z","group":"pass","id":"rem:u:pass:2024-03-01T00:00:00Z:P7D","lead":"P7D","productId":"com.example.pass.30d","subscriberId":"u","type":"renewal_reminder"}"#)
     }
 }
 

@@ -35,7 +35,8 @@ struct AppStoreApp: Sendable {
     }
 
     func state(_ subscriber: String, at: String) async throws -> JSONValue {
-        let response = try await client.get("/v1/subscribers/\(subscriber)?at=\(at)")
+        // The test App Store signs in the sandbox: its facts show in the sandbox view.
+        let response = try await client.get("/v1/subscribers/\(subscriber)?at=\(at)&environment=Sandbox")
         #expect(response.status == .ok, "\(response.text)")
         return response.json
     }

@@ -42,6 +42,25 @@ struct ImportTests {
         try await pool.query("SELECT count(*) FROM events").first!.decode(Int.self, at: 0)
     }
 
+    /// Text the database refuses (a NUL in jsonb) used to fail the whole
+    /// batch in flight, and every re-import after it: now that line is
+    /// rejected with its number and the rest of the batch is imported.
+    @Test func aLineWithTextTheDatabaseRefusesIsRejectedAndTheBatchGoesOn() async throws {
+        let dependencies = try await makeDependencies()
+        defer { Task { [pool = dependencies.pool] in await pool.close() } }
+        let importer = makeImporter(dependencies, batchSize: 500)
+        let text = #"""
+            {"subscriberId": "nia", "type": "purchase", "transactionId": "n1", "productId": "com.example.level2", "purchaseDate": "2025-01-01T00:00:00Z"}
+            {"subscriberId": "nia", "type": "purchase", "transactionId": "n2", "productId": "com.example.coins.100", "purchaseDate": "2025-01-01T00:00:00Z", "deviceId": "pad\u0000"}
+            {"subscriberId": "oto", "type": "purchase", "transactionId": "n3", "productId": "com.example.level2", "purchaseDate": "2025-01-01T00:00:00Z"}
+            """#
+        let first = try await importer.importLines(try lines(of: text))
+        #expect(first.rejected.map(\.line) == [2])
+        #expect(first.imported == 2)
+        let again = try await importer.importLines(try lines(of: text))
+        #expect(again.imported == 0 && again.duplicates == 2 && again.rejected.map(\.line) == [2])
+    }
+
     @Test(arguments: [1, 3, 500])
     func importReportsBadLinesByNumberAndReimportingChangesNothing(batchSize: Int) async throws {
         let dependencies = try await makeDependencies()

@@ -37,7 +37,7 @@ struct ReminderDispatcherTests {
                 }
                 #expect(!WebhookSignature.isValid(header: requests[0].signature ?? "", body: requests[0].body, secret: "other"))
                 let body = try JSONSerialization.jsonObject(with: requests[1].body) as? [String: Any]
-                #expect(Set(body?.keys.map { $0 } ?? []) == ["id", "type", "subscriberId", "group", "productId", "expiresAt", "lead", "dueAt"])
+                #expect(Set(body?.keys.map { $0 } ?? []) == ["id", "type", "subscriberId", "group", "productId", "expiresAt", "lead", "dueAt", "environment"])
                 #expect(body?["subscriberId"] as? String == "alice" && body?["lead"] as? String == "P1D")
 
                 let sent = try await fixture.delivery(lead: "P1D")

@@ -31,8 +31,19 @@ struct ReminderRouteTests {
                 #expect(try await reminders("?status=skipped").map { $0["subscriberId"] as? String } == ["ann"])
                 let soon = RFC3339.format(now + 10 * 86_400)
                 #expect(try await reminders("?status=pending&dueBefore=\(soon)", key: Keys.admin).count == 2)
+                // One subscriber's, and a window of due times (dueAfter inclusive).
+                let bens = try await reminders("?subscriberId=ben")
+                #expect(bens.count == 3 && bens.allSatisfy { $0["subscriberId"] as? String == "ben" })
+                #expect(Set(bens[0].keys).isSuperset(of: ["attempts", "lastError", "type", "group", "productId", "expiresAt"]))
+                #expect(try await reminders("?dueAfter=\(soon)").map { $0["subscriberId"] as? String } == ["ben", "ben", "ben"])
+                #expect(try await reminders("?subscriberId=ann&dueAfter=\(RFC3339.format(now))").count == 2)
+                let first = all[0]["dueAt"] as? String ?? ""
+                #expect(try await reminders("?dueAfter=\(first)&dueBefore=\(first)").isEmpty)
+                #expect(try await reminders("?dueAfter=\(first)").count == 6)
+                #expect(try await reminders("?subscriberId=nobody").isEmpty)
 
-                for (query, field) in [("?status=late", "status"), ("?dueBefore=tomorrow", "dueBefore"), ("?limit=0", "limit")] {
+                for (query, field) in [("?status=late", "status"), ("?dueBefore=tomorrow", "dueBefore"), ("?limit=0", "limit"),
+                                       ("?dueAfter=soon", "dueAfter"), ("?subscriberId=", "subscriberId")] {
                     let response = try await client.execute(uri: "/v1/reminders" + query, method: .get, headers: [.authorization: "Bearer \(Keys.support)"])
                     #expect(response.status == .badRequest)
                     let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: [String: String]]

@@ -3,7 +3,8 @@ import Hummingbird
 import Ledger
 import SubledgerApp
 
-/// `GET /v1/reminders?status=&dueBefore=&limit=` (support, admin).
+/// `GET /v1/reminders?status=&subscriberId=&dueAfter=&dueBefore=&limit=`
+/// (support, admin).
 struct RemindersController {
     let store: ReminderStore
     let keys: APIKeys
@@ -19,25 +20,12 @@ struct RemindersController {
     }
 
     @Sendable func list(request: Request, context: AppRequestContext) async throws -> Response {
-        let query = request.uri.queryParameters
-        var status: ReminderStatus?
-        if let text = query.get("status") {
-            guard let parsed = ReminderStatus(rawValue: text) else {
-                let allowed = ReminderStatus.allCases.map(\.rawValue).joined(separator: ", ")
-                throw APIError(.badRequest, code: "invalid_field",
-                               message: "Field 'status' must be one of \(allowed), got \"\(text.prefix(64))\".", field: "status")
-            }
-            status = parsed
-        }
-        let dueBefore = try RequestInput.instant("dueBefore", in: request)
-        var limit = 1000
-        if let text = query.get("limit") {
-            guard let parsed = Int(text), (1...10_000).contains(parsed) else {
-                throw APIError(.badRequest, code: "invalid_field",
-                               message: "Field 'limit' must be a whole number from 1 to 10000, got \"\(text.prefix(64))\".", field: "limit")
-            }
-            limit = parsed
-        }
-        return try .json(ListBody(reminders: try await store.list(status: status, dueBefore: dueBefore, limit: limit)))
+        let reminders = try await store.list(
+            status: try RequestInput.choice("status", in: request, as: ReminderStatus.self),
+            subscriberID: try RequestInput.subscriberID(in: request),
+            dueAfter: try RequestInput.instant("dueAfter", in: request),
+            dueBefore: try RequestInput.instant("dueBefore", in: request),
+            limit: try RequestInput.limit(in: request, default: 1000, range: 1...10_000))
+        return try .json(ListBody(reminders: reminders))
     }
 }

@@ -16,12 +16,12 @@ struct TransactionsController {
     }
 
     @Sendable func transaction(request: Request, context: AppRequestContext) async throws -> Response {
-        guard let raw = context.parameters.get("transactionId"), let id = raw.removingPercentEncoding,
-              !id.isEmpty, id.count <= 256
-        else {
+        guard let raw = context.parameters.get("transactionId"), let decoded = raw.removingPercentEncoding else {
             throw LedgerError(kind: .badRequest, code: "invalid_field",
-                              message: "Field 'transactionId' must be 1 to 256 characters.", field: "transactionId")
+                              message: "Field 'transactionId' must be a percent-encoded path segment.", field: "transactionId")
         }
+        // 1–200 bytes, no control characters (a NUL is refused, never cut), in NFC.
+        let id = try InputLimits.identifier(decoded, field: "transactionId")
         guard let report = try await reader.transaction(id) else {
             throw LedgerError(kind: .notFound, code: "transaction_not_found",
                               message: "No transaction or original transaction '\(id.prefix(256))' is recorded.", field: "transactionId")

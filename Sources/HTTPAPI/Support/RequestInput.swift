@@ -43,4 +43,34 @@ enum RequestInput {
         guard let text = request.uri.queryParameters.get(name) else { return nil }
         return try InputLimits.instant(parsing: text, field: name)
     }
+
+    /// `limit` from the query: a whole number in `range`; absent: `defaultValue`.
+    static func limit(in request: Request, default defaultValue: Int, range: ClosedRange<Int>) throws(LedgerError) -> Int {
+        guard let text = request.uri.queryParameters.get("limit") else { return defaultValue }
+        guard let value = Int(text), range.contains(value) else {
+            throw LedgerError(kind: .badRequest, code: "invalid_field",
+                              message: "Field 'limit' must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(text.prefix(64))\".",
+                              field: "limit")
+        }
+        return value
+    }
+
+    /// A query value that must be one of a type's raw values; absent: nil.
+    static func choice<Value: RawRepresentable & CaseIterable>(_ name: String, in request: Request, as _: Value.Type = Value.self)
+        throws(LedgerError) -> Value? where Value.RawValue == String
+    {
+        guard let text = request.uri.queryParameters.get(name) else { return nil }
+        guard let value = Value(rawValue: text) else {
+            let allowed = Value.allCases.map(\.rawValue).joined(separator: ", ")
+            throw LedgerError(kind: .badRequest, code: "invalid_field",
+                              message: "Field '\(name)' must be one of \(allowed), got \"\(text.prefix(64))\".", field: name)
+        }
+        return value
+    }
+
+    /// A subscriber id from the query, validated like the path's; absent: nil.
+    static func subscriberID(query name: String = "subscriberId", in request: Request) throws(LedgerError) -> String? {
+        guard let text = request.uri.queryParameters.get(name) else { return nil }
+        return try InputLimits.validateSubscriberID(text, field: name)
+    }
 }

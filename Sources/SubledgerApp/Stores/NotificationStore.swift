@@ -17,7 +17,7 @@ enum NotificationAttribution: String, Sendable {
 
 /// What became of a notification (`appstore_notifications.status`, and the
 /// `outcome` of the notifications metric, which adds `duplicate`).
-public enum NotificationStatus: String, Sendable, Encodable {
+public enum NotificationStatus: String, Sendable, Encodable, CaseIterable {
     /// Its facts are in the ledger.
     case applied
     /// It has no facts (TEST, PRICE_INCREASE, unknown types).
@@ -38,8 +38,84 @@ struct NotificationRow: Sendable {
     var error: LedgerError?
 }
 
-/// The SQL of `appstore_notifications` (sql/0004_appstore.sql).
-enum NotificationStore {
+/// A stored notification as support sees it: what it was, whom it was
+/// about, what became of it. Never the signed payload.
+public struct NotificationView: Sendable, Encodable {
+    public var notificationUUID: String
+    public var type: String
+    public var subtype: String?
+    public var status: String
+    public var attribution: String
+    public var environment: String
+    public var subscriberId: String?
+    public var transactionId: String?
+    public var originalTransactionId: String?
+    public var productId: String?
+    public var summary: String
+    public var errorCode: String?
+    public var errorMessage: String?
+    public var signedDate: Date
+    public var receivedAt: Date
+    public var appliedAt: Date?
+
+    public func encode(to encoder: any Encoder) throws {
+        // Absent values as explicit nulls: one shape for every row.
+        enum Keys: String, CodingKey {
+            case notificationUUID, type, subtype, status, attribution, environment, subscriberId, transactionId
+            case originalTransactionId, productId, summary, errorCode, errorMessage, signedDate, receivedAt, appliedAt
+        }
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(notificationUUID, forKey: .notificationUUID)
+        try container.encode(type, forKey: .type)
+        try container.encode(subtype, forKey: .subtype)
+        try container.encode(status, forKey: .status)
+        try container.encode(attribution, forKey: .attribution)
+        try container.encode(environment, forKey: .environment)
+        try container.encode(subscriberId, forKey: .subscriberId)
+        try container.encode(transactionId, forKey: .transactionId)
+        try container.encode(originalTransactionId, forKey: .originalTransactionId)
+        try container.encode(productId, forKey: .productId)
+        try container.encode(summary, forKey: .summary)
+        try container.encode(errorCode, forKey: .errorCode)
+        try container.encode(errorMessage, forKey: .errorMessage)
+        try container.encode(RFC3339.format(signedDate), forKey: .signedDate)
+        try container.encode(RFC3339.format(receivedAt), forKey: .receivedAt)
+        try container.encode(appliedAt.map(RFC3339.format), forKey: .appliedAt)
+    }
+}
+
+/// The SQL of `appstore_notifications` (sql/0004_appstore.sql): the writes
+/// the notification service makes on its connections, and support's reads.
+public struct NotificationStore: Sendable {
+    let pool: ConnectionPool
+
+    public init(pool: ConnectionPool) { self.pool = pool }
+
+    /// Notifications, most recently received first, of one subscriber and/or
+    /// in one status (`pending`: the unattributed ones waiting for a claim).
+    public func list(subscriberID: String? = nil, status: NotificationStatus? = nil, limit: Int = 100) async throws -> [NotificationView] {
+        try await pool.query("""
+            SELECT notification_uuid, notification_type, subtype, status, attribution, environment, subscriber_id,
+                   transaction_id, original_transaction_id, product_id, summary, error_code, error_message,
+                   signed_date, received_at, applied_at
+            FROM appstore_notifications
+            WHERE (\(subscriberID)::text IS NULL OR subscriber_id = \(subscriberID))
+              AND (\(status?.rawValue)::text IS NULL OR status = \(status?.rawValue))
+            ORDER BY received_at DESC, notification_uuid
+            LIMIT \(limit)
+            """).map { row in
+            NotificationView(
+                notificationUUID: try row.decode(String.self, at: 0), type: try row.decode(String.self, at: 1),
+                subtype: try row.decode(String?.self, at: 2), status: try row.decode(String.self, at: 3),
+                attribution: try row.decode(String.self, at: 4), environment: try row.decode(String.self, at: 5),
+                subscriberId: try row.decode(String?.self, at: 6), transactionId: try row.decode(String?.self, at: 7),
+                originalTransactionId: try row.decode(String?.self, at: 8), productId: try row.decode(String?.self, at: 9),
+                summary: try row.decode(String.self, at: 10), errorCode: try row.decode(String?.self, at: 11),
+                errorMessage: try row.decode(String?.self, at: 12), signedDate: try row.decode(Date.self, at: 13),
+                receivedAt: try row.decode(Date.self, at: 14), appliedAt: try row.decode(Date?.self, at: 15))
+        }
+    }
+
     /// The stored status of a notification, nil when it was never stored.
     static func status(of uuid: String, on connection: Connection) async throws -> NotificationStatus? {
         let rows = try await connection.query("SELECT status FROM appstore_notifications WHERE notification_uuid = \(uuid)")

@@ -35,11 +35,15 @@ public struct ReminderStore: Sendable {
 
     public init(pool: ConnectionPool) { self.pool = pool }
 
-    /// Reminders across subscribers, by due time.
-    public func list(status: ReminderStatus? = nil, dueBefore: Date? = nil, limit: Int = 1000) async throws -> [ReminderView] {
+    /// Reminders across subscribers (or of one), by due time; `dueAfter` is
+    /// inclusive, `dueBefore` exclusive.
+    public func list(status: ReminderStatus? = nil, subscriberID: String? = nil, dueAfter: Date? = nil, dueBefore: Date? = nil,
+                     limit: Int = 1000) async throws -> [ReminderView] {
         try await pool.query("""
             SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders
             WHERE (\(status?.rawValue)::text IS NULL OR status = \(status?.rawValue))
+              AND (\(subscriberID)::text IS NULL OR subscriber_id = \(subscriberID))
+              AND (\(dueAfter)::timestamptz IS NULL OR due_at >= \(dueAfter))
               AND (\(dueBefore)::timestamptz IS NULL OR due_at < \(dueBefore))
             ORDER BY due_at, id
             LIMIT \(limit)

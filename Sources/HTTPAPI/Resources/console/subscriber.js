@@ -1,0 +1,236 @@
+// One subscriber: entitlements with the reason for each, an as-of picker
+// that re-reads everything at that instant, the timeline, subscriptions,
+// purchases, devices, reminders, App Store notifications and the history.
+
+import { ApiError, get, getIfAvailable } from './api.js';
+import {
+  badge, failure, formatTime, h, rawJSON, replace, section, subscriberHref, table, time, unavailable,
+} from './dom.js';
+import { renderTimeline, timelineModel } from './timeline.js';
+
+/** "2026-12-15T00:00:00" (what a datetime-local input holds, in UTC). */
+function pickerValue(iso) {
+  return new Date(iso).toISOString().slice(0, 19);
+}
+
+/** The picker's value read as UTC, as RFC 3339; null when unreadable. */
+function instantFromPicker(value) {
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(value)) return null;
+  const iso = `${value.length === 16 ? `${value}:00` : value}Z`;
+  return Number.isNaN(Date.parse(iso)) ? null : new Date(iso).toISOString().replace('.000Z', 'Z');
+}
+
+const statusKinds = {
+  active: 'ok', grace: 'warn', expired: 'off', revoked: 'bad',
+  pending: 'info', sent: 'ok', failed: 'bad', cancelled: 'off', skipped: 'warn',
+  applied: 'ok', acknowledged: 'off', rejected: 'bad',
+};
+
+function statusBadge(status) {
+  return badge(status, statusKinds[status] || 'off');
+}
+
+export async function renderSubscriber(main, params, { focusHeading }) {
+  const id = params.get('id') || '';
+  const atParam = params.get('at');
+  const at = atParam && !Number.isNaN(Date.parse(atParam)) ? atParam : null;
+  const environment = params.get('environment') === 'Sandbox' ? 'Sandbox' : null;
+  const heading = h('h1', { tabindex: '-1', class: 'subscriber-id' }, h('span', { class: 'muted' }, 'Subscriber '), h('span', { class: 'mono', id: 'subscriber-id' }, id));
+  const body = h('div', { class: 'stack' }, h('p', { class: 'loading', role: 'status' }, 'Loading…'));
+  replace(main, h('div', { class: 'page-head' }, heading, asOfForm(id, at, environment)), body);
+  focusHeading(heading);
+  if (!id) {
+    replace(body, failure(new Error('No subscriber id: use the search box.')));
+    return;
+  }
+
+  const subscriber = `/v1/subscribers/${encodeURIComponent(id)}`;
+  const instant = { at, environment };
+  const [state, explanation, history, reminders, notifications] = await Promise.allSettled([
+    get(subscriber, instant),
+    get(`${subscriber}/explain`, instant),
+    get(`${subscriber}/history`),
+    getIfAvailable('/v1/reminders', { subscriberId: id, limit: 1000 }),
+    getIfAvailable('/v1/appstore/notifications', { subscriberId: id, limit: 200 }),
+  ]);
+  if (state.status === 'rejected') {
+    const error = state.reason;
+    replace(body, error instanceof ApiError && error.status === 404
+      ? h('p', { class: 'error', role: 'alert' }, `No subscriber "${id}" is recorded: no facts were ever stored for this id.`)
+      : failure(error));
+    return;
+  }
+  const current = state.value;
+  const now = new Date().toISOString();
+  const events = history.status === 'fulfilled' ? history.value.events : [];
+  // Delivery details come from /v1/reminders; an older server has them only in the state.
+  const reminderRows = reminders.status === 'fulfilled' && reminders.value ? reminders.value.reminders : current.reminders;
+
+  // The contract's per-environment view; a server without it answers its only view.
+  const environmentNote = environment && current.environment === undefined
+    ? h('p', { class: 'note' }, 'This server does not answer a separate Sandbox view yet: what follows is its only view.')
+    : null;
+  replace(body,
+    environmentNote,
+    entitlementsCard(current, explanation),
+    section('Timeline', { id: 'timeline' },
+      renderTimeline(timelineModel({ state: current, events, reminders: reminderRows, at: current.at, now }))),
+    subscriptionsCard(current),
+    current.purchases && current.purchases.length ? purchasesCard(current) : null,
+    h('div', { class: 'columns' }, devicesCard(current), remindersCard(reminderRows, reminders)),
+    notificationsCard(notifications),
+    historyCard(history));
+}
+
+function asOfForm(id, at, environment) {
+  const input = h('input', { id: 'asof', name: 'asof', type: 'datetime-local', step: '1', value: pickerValue(at || new Date().toISOString()) });
+  const view = h('select', { id: 'environment', name: 'environment' },
+    h('option', { value: '' }, 'Production'),
+    h('option', { value: 'Sandbox', selected: environment === 'Sandbox' }, 'Sandbox'));
+  const message = h('span', { class: 'field-error', id: 'asof-error', role: 'alert' });
+  const form = h('form', {
+    class: 'asof', id: 'asof-form', 'aria-describedby': 'asof-help',
+    onsubmit: (event) => {
+      event.preventDefault();
+      const instant = instantFromPicker(input.value);
+      if (!instant) {
+        message.textContent = 'Enter a date and time.';
+        return;
+      }
+      location.hash = subscriberHref(id, instant, view.value);
+    },
+  },
+  h('label', { for: 'asof' }, 'As of (UTC)'),
+  input,
+  h('label', { for: 'environment', class: 'visually-hidden' }, 'Environment'),
+  view,
+  h('button', { type: 'submit', id: 'asof-apply' }, 'Show'),
+  h('button', {
+    type: 'button', id: 'asof-now', class: 'secondary',
+    onclick: () => { location.hash = subscriberHref(id, null, view.value); },
+  }, 'Now'),
+  h('span', { id: 'asof-help', class: 'muted asof-state' },
+    `${environment ? 'Sandbox view' : 'Production view'}, ${at ? `at ${formatTime(at)}` : 'now'}`),
+  message);
+  return form;
+}
+
+function entitlementsCard(state, explanation) {
+  const explained = new Map();
+  let neverGranted = [];
+  let explainError = null;
+  if (explanation.status === 'fulfilled') {
+    for (const entitlement of explanation.value.entitlements || []) explained.set(entitlement.id, entitlement);
+    neverGranted = explanation.value.neverGranted || [];
+  } else {
+    explainError = explanation.reason;
+  }
+  const ids = [...new Set([...state.entitlements.map((entitlement) => entitlement.id), ...explained.keys()])];
+  const rows = ids.map((id) => ({ id, state: state.entitlements.find((entitlement) => entitlement.id === id), why: explained.get(id) }));
+  const list = rows.length === 0
+    ? h('p', { class: 'empty' }, 'No entitlement was ever granted to this subscriber.')
+    : h('ul', { class: 'entitlements' }, rows.map(({ id, state: granted, why }) => {
+      const active = granted ? granted.active : Boolean(why && why.active);
+      return h('li', { class: ['entitlement', active ? 'is-active' : 'is-inactive'], 'data-entitlement': id, 'data-active': String(active) },
+        h('div', { class: 'entitlement-head' },
+          h('span', { class: 'entitlement-name mono' }, id),
+          badge(active ? 'Active' : 'Inactive', active ? 'ok' : 'off'),
+          granted ? h('span', { class: 'muted' }, granted.productId, ' · ',
+            granted.expiresAt ? ['expires ', time(granted.expiresAt)] : 'no expiry', ' · transaction ', h('span', { class: 'mono' }, granted.source)) : null),
+        why
+          ? h('ul', { class: 'reasons' }, why.reasons.map((reason, index) => h('li', { class: index === 0 ? 'reason main' : 'reason' }, reason)))
+          : h('p', { class: 'muted' }, explainError ? 'The explanation could not be loaded.' : 'No explanation.'));
+    }));
+  return section('Entitlements', { id: 'entitlements' },
+    list,
+    neverGranted.length ? h('p', { class: 'muted' }, 'Never granted: ', neverGranted.join(', ')) : null,
+    explainError ? failure(explainError) : null);
+}
+
+function subscriptionsCard(state) {
+  const subscriptions = table([
+    { label: 'Group', cell: (row) => h('span', { class: 'mono' }, row.group) },
+    { label: 'Product', cell: (row) => row.productId },
+    { label: 'Type', cell: (row) => row.type },
+    { label: 'Status', cell: (row) => statusBadge(row.status) },
+    { label: 'Expires', cell: (row) => time(row.expiresAt) },
+    { label: 'Auto-renew', cell: (row) => (row.type === 'auto-renewable' ? (row.autoRenew ? 'on' : 'off') : '—') },
+    { label: 'Original transaction', cell: (row) => h('span', { class: 'mono' }, row.originalTransactionId) },
+  ], state.subscriptions, { empty: 'No subscriptions at this instant.', caption: 'Subscriptions' });
+  const periods = state.nonRenewingPeriods.length === 0 ? null : table([
+    { label: 'Group', cell: (row) => h('span', { class: 'mono' }, row.group) },
+    { label: 'Product', cell: (row) => row.productId },
+    { label: 'Transaction', cell: (row) => h('span', { class: 'mono' }, row.transactionId) },
+    { label: 'Start', cell: (row) => time(row.start) },
+    { label: 'End', cell: (row) => time(row.end) },
+  ], state.nonRenewingPeriods, { caption: 'Non-renewing periods' });
+  return section('Subscriptions', { id: 'subscriptions' }, subscriptions,
+    periods ? [h('h3', {}, 'Non-renewing periods'), periods] : null);
+}
+
+function purchasesCard(state) {
+  return section('One-time purchases', { id: 'purchases' }, table([
+    { label: 'Product', cell: (row) => row.productId },
+    { label: 'Type', cell: (row) => row.type },
+    { label: 'Transaction', cell: (row) => h('span', { class: 'mono' }, row.transactionId) },
+    { label: 'Purchased', cell: (row) => time(row.purchaseDate) },
+    { label: 'Quantity', cell: (row) => String(row.quantity) },
+    { label: 'Revoked', cell: (row) => time(row.revokedAt) },
+  ], state.purchases, { caption: 'One-time purchases' }));
+}
+
+function devicesCard(state) {
+  return section('Devices', { id: 'devices' }, state.devices.length === 0
+    ? h('p', { class: 'empty' }, 'No device recorded.')
+    : h('ul', { class: 'devices' }, state.devices.map((device) =>
+      h('li', { class: 'device' }, h('span', { class: 'mono device-id' }, device.id), h('span', { class: 'muted' }, ' first seen ', time(device.firstSeenAt))))));
+}
+
+function remindersCard(rows, result) {
+  const detailed = result.status === 'fulfilled' && result.value;
+  return section('Reminders', { id: 'reminders' }, table([
+    { label: 'Due', cell: (row) => time(row.dueAt) },
+    { label: 'Lead', cell: (row) => row.lead },
+    { label: 'Status', cell: (row) => statusBadge(row.status) },
+    { label: 'Attempts', cell: (row) => (row.attempts === undefined ? '—' : String(row.attempts)) },
+    { label: 'Last error', cell: (row) => (row.lastError ? h('span', { class: 'error-text' }, row.lastError) : '—') },
+  ], rows, { empty: 'No reminders scheduled.', caption: 'Reminders' }),
+  detailed ? null : h('p', { class: 'note' }, 'Delivery attempts and errors: not available on this server yet.'));
+}
+
+function notificationsCard(result) {
+  let content;
+  if (result.status === 'rejected') content = failure(result.reason);
+  else if (!result.value) content = unavailable('App Store notifications');
+  else {
+    content = table([
+      { label: 'Received', cell: (row) => time(row.receivedAt) },
+      { label: 'Type', cell: (row) => [row.type, row.subtype ? h('span', { class: 'muted' }, ` / ${row.subtype}`) : null] },
+      { label: 'Status', cell: (row) => statusBadge(row.status) },
+      { label: 'Attribution', cell: (row) => row.attribution },
+      { label: 'Environment', cell: (row) => row.environment },
+      { label: 'Summary', cell: (row) => row.summary },
+      { label: 'Error', cell: (row) => (row.errorCode ? h('span', { class: 'error-text' }, `${row.errorCode}: ${row.errorMessage || ''}`) : '—') },
+      { label: 'Applied', cell: (row) => time(row.appliedAt) },
+    ], result.value.notifications, { empty: 'No App Store notifications for this subscriber.', caption: 'App Store notifications' });
+  }
+  return section('App Store notifications', { id: 'notifications' }, content);
+}
+
+function historyCard(result) {
+  if (result.status === 'rejected') return section('History', { id: 'history' }, failure(result.reason));
+  const events = result.value.events;
+  return section('History', { id: 'history', actions: h('span', { class: 'muted' }, `${events.length} event(s), oldest first`) },
+    h('ol', { class: 'history' }, events.map((event) => {
+      const environment = event.data && event.data.environment;
+      return h('li', { class: 'event', 'data-type': event.type, 'data-position': String(event.position) },
+        h('div', { class: 'event-head' },
+          h('span', { class: 'position mono' }, `#${event.position}`),
+          time(event.recordedAt),
+          badge(event.type, 'type'),
+          badge(event.source || 'unknown source', 'source'),
+          environment ? badge(environment, environment === 'Sandbox' ? 'warn' : 'env') : null),
+        h('p', { class: 'summary' }, event.summary),
+        h('details', { class: 'raw-data' }, h('summary', {}, 'Raw data'), rawJSON(event.data)));
+    })));
+}

@@ -1,0 +1,57 @@
+import Foundation
+import Ledger
+import Postgres
+
+/// Events a consumer set aside after its handler kept refusing them
+/// (`consumer_parked_events`, written by `EventStore.park`).
+public struct ParkedEventStore: Sendable {
+    let pool: ConnectionPool
+
+    public init(pool: ConnectionPool) { self.pool = pool }
+
+    /// One parked event: which consumer, which event, why and when.
+    public struct Entry: Sendable, Encodable {
+        public var consumer: String
+        public var position: Int64
+        public var streamId: String
+        public var streamVersion: Int64
+        public var type: String
+        public var reason: String
+        public var parkedAt: Date
+
+        /// The subscriber whose stream holds the event, if it is a subscriber's.
+        public var subscriberId: String? {
+            let prefix = SubscriberStreams.streamID(for: "")
+            return streamId.hasPrefix(prefix) ? String(streamId.dropFirst(prefix.count)) : nil
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            enum Keys: String, CodingKey { case consumer, position, streamId, streamVersion, subscriberId, type, reason, parkedAt }
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(consumer, forKey: .consumer)
+            try container.encode(position, forKey: .position)
+            try container.encode(streamId, forKey: .streamId)
+            try container.encode(streamVersion, forKey: .streamVersion)
+            try container.encode(subscriberId, forKey: .subscriberId)
+            try container.encode(type, forKey: .type)
+            try container.encode(reason, forKey: .reason)
+            try container.encode(RFC3339.format(parkedAt), forKey: .parkedAt)
+        }
+    }
+
+    /// Parked events, most recently parked first, of one consumer or all.
+    public func list(consumer: String? = nil, limit: Int = 100) async throws -> [Entry] {
+        try await pool.query("""
+            SELECT consumer, position, stream_id, stream_version, type, reason, parked_at
+            FROM consumer_parked_events
+            WHERE (\(consumer)::text IS NULL OR consumer = \(consumer))
+            ORDER BY parked_at DESC, consumer, position DESC
+            LIMIT \(limit)
+            """).map { row in
+            Entry(consumer: try row.decode(String.self, at: 0), position: try row.decode(Int64.self, at: 1),
+                  streamId: try row.decode(String.self, at: 2), streamVersion: try row.decode(Int64.self, at: 3),
+                  type: try row.decode(String.self, at: 4), reason: try row.decode(String.self, at: 5),
+                  parkedAt: try row.decode(Date.self, at: 6))
+        }
+    }
+}
