@@ -35,6 +35,19 @@ struct ConfigurationOptions: ParsableArguments {
     var appStoreSandboxURL: String?
     @Option(name: .customLong("appstore-shared-secret"), help: "App-specific shared secret (SUBLEDGER_APPSTORE_SHARED_SECRET).")
     var appStoreSharedSecret: String?
+    @Option(name: .customLong("appstore-environments"), help: "Production, Sandbox or both, comma-separated (SUBLEDGER_APPSTORE_ENVIRONMENTS).")
+    var appStoreEnvironments: String?
+    @Option(name: .customLong("appstore-app-apple-id"), help: "The app's Apple ID notifications must name (SUBLEDGER_APPSTORE_APP_APPLE_ID).")
+    var appStoreAppAppleID: String?
+    @Option(name: .customLong("max-body-bytes"), help: "Largest request body accepted (SUBLEDGER_MAX_BODY_BYTES, default 1 MiB).")
+    var maximumBodyBytes: String?
+    @Option(name: .customLong("db-statement-timeout"), help: "Seconds a statement may run (SUBLEDGER_DB_STATEMENT_TIMEOUT, default 30).")
+    var statementTimeout: String?
+    @Option(name: .customLong("db-lock-timeout"), help: "Seconds a statement may wait for a lock (SUBLEDGER_DB_LOCK_TIMEOUT, default 10).")
+    var lockTimeout: String?
+    @Option(name: .customLong("db-idle-in-transaction-timeout"),
+            help: "Seconds a transaction may sit idle (SUBLEDGER_DB_IDLE_IN_TRANSACTION_TIMEOUT, default 60).")
+    var idleInTransactionTimeout: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (LOG_LEVEL).")
     var logLevel: String?
 
@@ -49,6 +62,9 @@ struct ConfigurationOptions: ParsableArguments {
             ("SUBLEDGER_APPSTORE_BUNDLE_ID", appStoreBundleID), ("SUBLEDGER_APPSTORE_VERIFY_URL", appStoreVerifyURL),
             ("SUBLEDGER_APPSTORE_SANDBOX_URL", appStoreSandboxURL),
             ("SUBLEDGER_APPSTORE_SHARED_SECRET", appStoreSharedSecret), ("LOG_LEVEL", logLevel),
+            ("SUBLEDGER_APPSTORE_ENVIRONMENTS", appStoreEnvironments), ("SUBLEDGER_APPSTORE_APP_APPLE_ID", appStoreAppAppleID),
+            ("SUBLEDGER_MAX_BODY_BYTES", maximumBodyBytes), ("SUBLEDGER_DB_STATEMENT_TIMEOUT", statementTimeout),
+            ("SUBLEDGER_DB_LOCK_TIMEOUT", lockTimeout), ("SUBLEDGER_DB_IDLE_IN_TRANSACTION_TIMEOUT", idleInTransactionTimeout),
         ]
         for case let (name, value?) in flags { merged[name] = value }
         do {

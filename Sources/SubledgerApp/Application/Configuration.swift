@@ -107,6 +107,12 @@ public struct SubledgerConfiguration: Sendable {
         sessionTimeouts.lockTimeout = try seconds("SUBLEDGER_DB_LOCK_TIMEOUT") ?? sessionTimeouts.lockTimeout
         sessionTimeouts.idleInTransactionSessionTimeout =
             try seconds("SUBLEDGER_DB_IDLE_IN_TRANSACTION_TIMEOUT") ?? sessionTimeouts.idleInTransactionSessionTimeout
+        if let bytes = value("SUBLEDGER_MAX_BODY_BYTES") {
+            guard let number = Int(bytes), (1024...(256 << 20)).contains(number) else {
+                throw ConfigurationError(variable: "SUBLEDGER_MAX_BODY_BYTES", message: "expected bytes from 1024 to 268435456, got \(bytes)")
+            }
+            maximumBodySize = number
+        }
         if let level = value("LOG_LEVEL") {
             guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
                 throw ConfigurationError(variable: "LOG_LEVEL", message: "expected trace, debug, info, notice, warning, error or critical, got \(level)")
