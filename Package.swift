@@ -118,6 +118,8 @@ let package = Package(
             dependencies: [
                 "HTTPAPI", "SubledgerApp", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
             ]
