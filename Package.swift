@@ -84,6 +84,8 @@ let package = Package(
             name: "subledger",
             dependencies: [
                 "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "Ledger",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventStore
 import Foundation
+import Logging
 import Postgres
 import HTTPAPI
 import SubledgerApp
@@ -38,7 +39,7 @@ struct Bench: AsyncParsableCommand {
         try await admin.execute(unsafeSQL: "CREATE DATABASE \(scratch)")
         let conninfo = Conninfo.replacingDatabase(in: database.conninfo, with: scratch)
         do {
-            try await measure(conninfo: conninfo)
+            try await measure(conninfo: conninfo, logger: logger)
         } catch {
             try? await admin.execute(unsafeSQL: "DROP DATABASE IF EXISTS \(scratch) WITH (FORCE)")
             throw error
@@ -46,7 +47,7 @@ struct Bench: AsyncParsableCommand {
         try await admin.execute(unsafeSQL: "DROP DATABASE IF EXISTS \(scratch) WITH (FORCE)")
     }
 
-    func measure(conninfo: String) async throws {
+    func measure(conninfo: String, logger: Logger) async throws {
         try await Migrator(migrations: try Migrator.load(from: try SQLDirectory.locate())).migrate(conninfo: conninfo)
         let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: max(writers, 2)))
         let store = EventStore(pool: pool)
@@ -84,7 +85,12 @@ struct Bench: AsyncParsableCommand {
             _ = try await store.append(appends)
             return batchSize / 100 * 100
         }
+        let selects = try await rate("PostgreSQL point SELECT, \(writers) readers", duration: duration, writers: writers) { writer, count in
+            try await pool.query("SELECT data FROM bench_baseline WHERE id = \(Int64(1 + (writer * 7919 + count) % 1000))")
+            return 1
+        }
         await pool.close()
+        let http = try await measureHTTP(conninfo: conninfo, duration: duration, logger: logger)
 
         print("")
         print(padded("measurement", 52) + padded("events/s", 12, left: true) + padded("× baseline", 12, left: true))
@@ -97,6 +103,21 @@ struct Bench: AsyncParsableCommand {
         line("PostgreSQL INSERT, \(writers) writers (baseline)", baselineN, baselineN)
         line("append, 1 event/transaction, \(writers) writers", appendN, baselineN)
         line("batch import (vs 1-writer INSERT)", batch, baseline1)
+        print("")
+        print(padded("request path (\(writers) connections)", 52) + padded("per s", 12, left: true)
+              + padded("× ceiling", 12, left: true) + padded("p50 ms", 10, left: true) + padded("p99 ms", 10, left: true))
+        func request(_ name: String, _ figures: HTTPFigures, _ ceiling: Double) {
+            print(padded(name, 52) + padded(String(format: "%.0f", figures.rate), 12, left: true)
+                  + padded(String(format: "%.2f", figures.rate / ceiling), 12, left: true)
+                  + padded(String(format: "%.1f", figures.p50.milliseconds), 10, left: true)
+                  + padded(String(format: "%.1f", figures.p99.milliseconds), 10, left: true))
+        }
+        print(padded("PostgreSQL point SELECT (read ceiling)", 52) + padded(String(format: "%.0f", selects), 12, left: true))
+        request("POST …/events, a new purchase each (vs INSERT)", http.ingest, baselineN)
+        request("GET /v1/subscribers/{id}, 1 event (vs SELECT)", http.read, selects)
+        if let peak = Self.peakResidentMB() {
+            print(String(format: "peak RSS of this process (service and clients): %.0f MB", peak))
+        }
     }
 
     /// Runs `operation` from `writers` tasks for `duration`; returns events per second.

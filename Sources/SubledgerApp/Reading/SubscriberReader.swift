@@ -29,21 +29,30 @@ public struct SubscriberReader: Sendable {
         let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
         let history = try SubscriberHistory(subscriberID: subscriberID,
                                             stored: try await store.readStream(SubscriberStreams.streamID(for: subscriberID)))
-        guard history.exists else {
-            throw LedgerError(kind: .notFound, code: "subscriber_not_found",
-                              message: "Subscriber '\(subscriberID)' has no recorded facts.", field: "subscriberId")
-        }
+        guard history.exists else { throw Self.notFound(subscriberID) }
         return history
+    }
+
+    static func notFound(_ subscriberID: String) -> LedgerError {
+        LedgerError(kind: .notFound, code: "subscriber_not_found",
+                    message: "Subscriber '\(subscriberID)' has no recorded facts.", field: "subscriberId")
     }
 
     /// The subscriber's state at `at` (default: now), with the reminders the
     /// reminder projection holds for them.
     /// Only `environment`'s facts count: a sandbox purchase never grants production.
     public func state(of subscriberID: String, at: Date? = nil, environment: Ledger.Environment = .production) async throws -> SubscriberState {
-        let history = try await history(of: subscriberID)
+        let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
+        // The stream and the reminders in one round trip.
+        let answers = try await store.pool.withConnection { connection in
+            try await connection.pipeline([EventStore.streamQuery(SubscriberStreams.streamID(for: subscriberID)),
+                                           ReminderStore.remindersQuery(of: subscriberID)])
+        }
+        let history = try SubscriberHistory(subscriberID: subscriberID, stored: try EventStore.stream(from: answers[0]))
+        guard history.exists else { throw Self.notFound(subscriberID) }
         var state = SubscriberState.fold(history.events, subscriberID: subscriberID, catalog: catalog, at: at ?? now(),
                                          environment: environment)
-        state.reminders = try await reminders.reminders(of: subscriberID).filter { $0.environment == environment }.map(\.stateReminder)
+        state.reminders = try answers[1].map(ReminderStore.view).filter { $0.environment == environment }.map(\.stateReminder)
         return state
     }
 

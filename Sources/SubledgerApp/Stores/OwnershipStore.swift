@@ -69,47 +69,69 @@ struct OwnershipStore: Sendable {
     /// original or as (non-original) transaction ids.
     static func owners(of ids: Set<String>, on connection: Connection) async throws -> [String: String] {
         guard !ids.isEmpty else { return [:] }
-        let list = JSONArgument.strings(ids.sorted())
-        let rows = try await connection.query("""
-            WITH wanted AS (SELECT jsonb_array_elements_text(\(list)::jsonb) AS id)
-            SELECT o.original_transaction_id, o.subscriber_id FROM transaction_owners o
-            WHERE o.original_transaction_id IN (SELECT id FROM wanted)
-               OR o.original_transaction_id IN (
-                    SELECT t.original_transaction_id FROM transaction_ids t WHERE t.transaction_id IN (SELECT id FROM wanted))
-            """)
-        var owners = [String: String]()
-        for row in rows { owners[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1) }
-        return owners
+        return try owners(from: try await connection.query(ownersQuery(of: ids)))
     }
 
     /// Writes claims and transaction rows. A claim of an unowned original is
     /// an INSERT (a concurrent claim makes it fail with a unique violation);
-    /// a transfer updates only if the previous owner still holds it.
+    /// a transfer updates only if the previous owner still holds it (else
+    /// SQLSTATE SL410, `OwnershipChanged`).
     static func write(claims: [OwnershipClaim], transactions: [TransactionRow], on connection: Connection) async throws {
+        for statement in statements(claims: claims, transactions: transactions) {
+            do {
+                try await connection.query(statement)
+            } catch let error as PostgresError where error.sqlState == ownershipChanged {
+                throw OwnershipChanged()
+            }
+        }
+    }
+
+    /// The statements of `write(claims:transactions:on:)`, to send in one
+    /// round trip with the append (`EventStore.append(_:with:on:)`).
+    static func statements(claims: [OwnershipClaim], transactions: [TransactionRow]) -> [PostgresQuery] {
+        var statements = [PostgresQuery]()
         for claim in claims where claim.previousOwner != claim.newOwner {
             if let previous = claim.previousOwner {
-                let rows = try await connection.query("""
-                    UPDATE transaction_owners SET subscriber_id = \(claim.newOwner), claimed_at = now()
-                    WHERE original_transaction_id = \(claim.originalTransactionID) AND subscriber_id = \(previous)
-                    """)
-                if rows.affectedRows != 1 { throw OwnershipChanged() }
+                statements.append("SELECT transfer_ownership(\(claim.originalTransactionID), \(previous), \(claim.newOwner))")
             } else {
-                try await connection.query("""
+                statements.append("""
                     INSERT INTO transaction_owners (original_transaction_id, subscriber_id)
                     VALUES (\(claim.originalTransactionID), \(claim.newOwner))
                     """)
             }
         }
-        guard !transactions.isEmpty else { return }
+        guard !transactions.isEmpty else { return statements }
         let unique = Set(transactions).sorted { ($0.transactionID, $0.subscriberID) < ($1.transactionID, $1.subscriberID) }
         let document = "[" + unique.map {
             "{\"t\":\(JSONArgument.string($0.transactionID)),\"o\":\(JSONArgument.string($0.originalTransactionID)),\"s\":\(JSONArgument.string($0.subscriberID))}"
         }.joined(separator: ",") + "]"
-        try await connection.query("""
+        statements.append("""
             INSERT INTO transaction_ids (transaction_id, original_transaction_id, subscriber_id)
             SELECT e->>'t', e->>'o', e->>'s' FROM jsonb_array_elements(\(PostgresJSON(text: document))::jsonb) e
             ON CONFLICT (transaction_id, subscriber_id) DO NOTHING
             """)
+        return statements
+    }
+
+    /// Raised by `transfer_ownership` when the previous owner no longer holds it.
+    static let ownershipChanged = SQLState("SL410")
+
+    /// The statement `owners(of:on:)` runs, to send in a pipeline with the stream reads.
+    static func ownersQuery(of ids: Set<String>) -> PostgresQuery {
+        let list = JSONArgument.strings(ids.sorted())
+        return """
+            WITH wanted AS (SELECT jsonb_array_elements_text(\(list)::jsonb) AS id)
+            SELECT o.original_transaction_id, o.subscriber_id FROM transaction_owners o
+            WHERE o.original_transaction_id IN (SELECT id FROM wanted)
+               OR o.original_transaction_id IN (
+                    SELECT t.original_transaction_id FROM transaction_ids t WHERE t.transaction_id IN (SELECT id FROM wanted))
+            """
+    }
+
+    static func owners(from rows: PostgresRows) throws -> [String: String] {
+        var owners = [String: String]()
+        for row in rows { owners[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1) }
+        return owners
     }
 
     /// The transaction rows that events recorded for `subscriberID` imply.
@@ -132,7 +154,7 @@ struct OwnershipStore: Sendable {
     static func isContention(_ error: Error) -> Bool {
         if error is WrongExpectedVersion || error is OwnershipChanged { return true }
         if let error = error as? PostgresError, let state = error.sqlState {
-            return state == .uniqueViolation || state.isTransient
+            return state == .uniqueViolation || state == ownershipChanged || state.isTransient
         }
         return false
     }

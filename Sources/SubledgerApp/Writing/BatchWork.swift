@@ -37,11 +37,14 @@ struct BatchWork {
             ids.formUnion(command.referencedTransactionIDs)
             if seen.insert(command.subscriberID).inserted { subscribers.append(command.subscriberID) }
         }
-        let (histories, owners) = try await writer.pool.withConnection { connection in
-            var histories = [SubscriberHistory]()
-            for subscriberID in subscribers { histories.append(try await writer.readHistory(subscriberID, on: connection)) }
-            return (histories, try await OwnershipStore.owners(of: ids, on: connection))
+        // Every stream and the owners in one round trip (and one snapshot).
+        let queries = subscribers.map { EventStore.streamQuery(SubscriberStreams.streamID(for: $0)) }
+            + (ids.isEmpty ? [] : [OwnershipStore.ownersQuery(of: ids)])
+        let answers = try await writer.pool.withConnection { try await $0.pipeline(queries) }
+        let histories = try zip(subscribers, answers).map { subscriberID, rows in
+            try SubscriberHistory(subscriberID: subscriberID, stored: try EventStore.stream(from: rows))
         }
+        let owners = ids.isEmpty ? [:] : try OwnershipStore.owners(from: answers[subscribers.count])
         // A later command's decision can record the position of an earlier one
         // (a transfer's `afterPosition`): start near the real head when there is one.
         let head = batch.commands.count > 1 ? try await writer.store.headPosition() : histories.map(\.lastPosition).max() ?? 0

@@ -147,11 +147,18 @@ public struct LedgerWriter: Sendable {
         guard !appends.isEmpty || batch.alongside != nil else { return work.result(appendResults: [], now: now) }
         let claims = work.claims
         let rows = work.transactionRows
-        let results = try await store.transaction { connection in
-            let results = appends.isEmpty ? [] : try await store.append(appends, on: connection)
-            try await OwnershipStore.write(claims: claims, transactions: rows, on: connection)
-            try await batch.alongside?(connection)
-            return results
+        let results: [StreamAppendResult]
+        if let alongside = batch.alongside {
+            results = try await store.transaction { connection in
+                let results = appends.isEmpty ? [] : try await store.append(appends, on: connection)
+                try await OwnershipStore.write(claims: claims, transactions: rows, on: connection)
+                try await alongside(connection)
+                return results
+            }
+        } else {
+            // The append and the ownership rows in one round trip and one transaction.
+            let statements = OwnershipStore.statements(claims: claims, transactions: rows)
+            results = try await pool.withConnection { try await store.append(appends, with: statements, on: $0).results }
         }
         let result = work.result(appendResults: results, now: now)
         for outcome in result.outcomes {
