@@ -41,7 +41,7 @@ public struct ReminderProjection: EventConsumer {
             notify = try await update(subscriberID: subscriberID, through: through[subscriberID]!, on: connection) || notify
         }
         if notify {
-            try await connection.query("SELECT pg_notify(\(Self.notificationChannel), '')")
+            try await ReminderRows.notifyDispatchers(channel: Self.notificationChannel, on: connection)
         }
     }
 
@@ -50,22 +50,11 @@ public struct ReminderProjection: EventConsumer {
     /// rebuild neither drops a running delivery's lease (which would let
     /// another dispatcher send it again) nor restarts its backoff.
     public func reset(on connection: Connection) async throws {
-        try await connection.query("""
-            CREATE TEMP TABLE reminder_delivery_kept ON COMMIT DROP AS
-            SELECT id, attempts, next_attempt_at, claim_token, last_error FROM reminders WHERE status = 'pending'
-            """)
-        try await connection.query("DELETE FROM reminders")
-        try await connection.query("DELETE FROM reminder_subscribers")
+        try await ReminderRows.resetKeepingDeliveries(on: connection)
     }
 
     public func finishRebuild(on connection: Connection) async throws {
-        try await connection.query("""
-            UPDATE reminders r
-            SET attempts = k.attempts, next_attempt_at = k.next_attempt_at, claim_token = k.claim_token, last_error = k.last_error
-            FROM reminder_delivery_kept k
-            WHERE r.id = k.id AND r.status = 'pending'
-            """)
-        try await connection.query("DROP TABLE reminder_delivery_kept")
+        try await ReminderRows.restoreDeliveries(on: connection)
     }
 
     static func subscriberID(ofStream streamID: String) -> String? {
@@ -77,12 +66,10 @@ public struct ReminderProjection: EventConsumer {
     /// Applies the subscriber's events up to stream version `through`; returns
     /// whether a reminder became pending.
     private func update(subscriberID: String, through: Int64, on connection: Connection) async throws -> Bool {
-        let progress = try await connection.query("""
-            SELECT stream_version, clock FROM reminder_subscribers WHERE subscriber_id = \(subscriberID)
-            """).first
-        let applied = try progress?.decode(Int64.self, at: 0) ?? 0
+        let progress = try await ReminderRows.progress(of: subscriberID, on: connection)
+        let applied = progress?.streamVersion ?? 0
         guard through > applied else { return false }
-        var clock = try progress?.decode(Date.self, at: 1) ?? .distantPast
+        var clock = progress?.clock ?? .distantPast
 
         let stored = try await store.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection)
             .filter { $0.streamVersion <= through }
@@ -108,12 +95,8 @@ public struct ReminderProjection: EventConsumer {
                 return nil
             }
             .min()
-        try await connection.query("""
-            INSERT INTO reminder_subscribers (subscriber_id, stream_version, clock, next_expiry_at)
-            VALUES (\(subscriberID), \(through), \(clock), \(nextExpiry))
-            ON CONFLICT (subscriber_id) DO UPDATE
-            SET stream_version = EXCLUDED.stream_version, clock = EXCLUDED.clock, next_expiry_at = EXCLUDED.next_expiry_at
-            """)
+        try await ReminderRows.saveProgress(of: subscriberID, streamVersion: through, clock: clock, nextExpiry: nextExpiry,
+                                            on: connection)
         let changed = schedule.changedReminders
         try await ReminderRows.write(changed, subscriberID: subscriberID, on: connection)
         return changed.contains { $0.status == .pending }

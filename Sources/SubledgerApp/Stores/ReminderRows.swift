@@ -65,4 +65,50 @@ enum ReminderRows {
             WHERE r.status NOT IN ('sent', 'failed') OR EXCLUDED.status IN ('sent', 'failed')
             """)
     }
+
+    /// Wakes the dispatchers (they listen on `channel`) when this transaction commits.
+    static func notifyDispatchers(channel: String, on connection: Connection) async throws {
+        try await connection.query("SELECT pg_notify(\(channel), '')")
+    }
+
+    /// How far the projection has applied a subscriber's stream, and its clock.
+    static func progress(of subscriberID: String, on connection: Connection) async throws -> (streamVersion: Int64, clock: Date)? {
+        guard let row = try await connection.query("""
+            SELECT stream_version, clock FROM reminder_subscribers WHERE subscriber_id = \(subscriberID)
+            """).first else { return nil }
+        return (try row.decode(Int64.self, at: 0), try row.decode(Date.self, at: 1))
+    }
+
+    static func saveProgress(of subscriberID: String, streamVersion: Int64, clock: Date, nextExpiry: Date?,
+                             on connection: Connection) async throws {
+        try await connection.query("""
+            INSERT INTO reminder_subscribers (subscriber_id, stream_version, clock, next_expiry_at)
+            VALUES (\(subscriberID), \(streamVersion), \(clock), \(nextExpiry))
+            ON CONFLICT (subscriber_id) DO UPDATE
+            SET stream_version = EXCLUDED.stream_version, clock = EXCLUDED.clock, next_expiry_at = EXCLUDED.next_expiry_at
+            """)
+    }
+
+    /// Empties the projection for a rebuild. The dispatcher's bookkeeping
+    /// (attempts, lease, last error) is not in the events: it is set aside
+    /// for `restoreDeliveries`, in this transaction.
+    static func resetKeepingDeliveries(on connection: Connection) async throws {
+        try await connection.query("""
+            CREATE TEMP TABLE reminder_delivery_kept ON COMMIT DROP AS
+            SELECT id, attempts, next_attempt_at, claim_token, last_error FROM reminders WHERE status = 'pending'
+            """)
+        try await connection.query("DELETE FROM reminders")
+        try await connection.query("DELETE FROM reminder_subscribers")
+    }
+
+    /// Puts back what `resetKeepingDeliveries` set aside, on the reminders still pending.
+    static func restoreDeliveries(on connection: Connection) async throws {
+        try await connection.query("""
+            UPDATE reminders r
+            SET attempts = k.attempts, next_attempt_at = k.next_attempt_at, claim_token = k.claim_token, last_error = k.last_error
+            FROM reminder_delivery_kept k
+            WHERE r.id = k.id AND r.status = 'pending'
+            """)
+        try await connection.query("DROP TABLE reminder_delivery_kept")
+    }
 }
