@@ -35,6 +35,23 @@ struct ConfigurationOptions: ParsableArguments {
     var appStoreSandboxURL: String?
     @Option(name: .customLong("appstore-shared-secret"), help: "App-specific shared secret (SUBLEDGER_APPSTORE_SHARED_SECRET).")
     var appStoreSharedSecret: String?
+    @Option(name: .customLong("appstore-environments"), help: "Production, Sandbox or both, comma-separated (SUBLEDGER_APPSTORE_ENVIRONMENTS).")
+    var appStoreEnvironments: String?
+    @Option(name: .customLong("appstore-key-file"), help: "The in-app purchase key, a .p8 file (SUBLEDGER_APPSTORE_KEY_FILE).")
+    var appStoreKeyFile: String?
+    @Option(name: .customLong("appstore-key-id"), help: "The in-app purchase key's id (SUBLEDGER_APPSTORE_KEY_ID).")
+    var appStoreKeyID: String?
+    @Option(name: .customLong("appstore-issuer-id"), help: "The team's issuer id (SUBLEDGER_APPSTORE_ISSUER_ID).")
+    var appStoreIssuerID: String?
+    @Option(name: .customLong("appstore-api-url"), help: "App Store Server API, production (SUBLEDGER_APPSTORE_API_URL).")
+    var appStoreAPIURL: String?
+    @Option(name: .customLong("appstore-api-sandbox-url"), help: "App Store Server API, sandbox (SUBLEDGER_APPSTORE_API_SANDBOX_URL).")
+    var appStoreAPISandboxURL: String?
+    @Option(name: .customLong("appstore-reconcile-interval"),
+            help: "ISO 8601 duration between reconciliations, P0D = off (SUBLEDGER_APPSTORE_RECONCILE_INTERVAL, default PT1H).")
+    var appStoreReconcileInterval: String?
+    @Option(name: .customLong("restore-verify"), help: "none or api (SUBLEDGER_RESTORE_VERIFY).")
+    var restoreVerify: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (LOG_LEVEL).")
     var logLevel: String?
 
@@ -49,6 +66,10 @@ struct ConfigurationOptions: ParsableArguments {
             ("SUBLEDGER_APPSTORE_BUNDLE_ID", appStoreBundleID), ("SUBLEDGER_APPSTORE_VERIFY_URL", appStoreVerifyURL),
             ("SUBLEDGER_APPSTORE_SANDBOX_URL", appStoreSandboxURL),
             ("SUBLEDGER_APPSTORE_SHARED_SECRET", appStoreSharedSecret), ("LOG_LEVEL", logLevel),
+            ("SUBLEDGER_APPSTORE_ENVIRONMENTS", appStoreEnvironments), ("SUBLEDGER_APPSTORE_KEY_FILE", appStoreKeyFile),
+            ("SUBLEDGER_APPSTORE_KEY_ID", appStoreKeyID), ("SUBLEDGER_APPSTORE_ISSUER_ID", appStoreIssuerID),
+            ("SUBLEDGER_APPSTORE_API_URL", appStoreAPIURL), ("SUBLEDGER_APPSTORE_API_SANDBOX_URL", appStoreAPISandboxURL),
+            ("SUBLEDGER_APPSTORE_RECONCILE_INTERVAL", appStoreReconcileInterval), ("SUBLEDGER_RESTORE_VERIFY", restoreVerify),
         ]
         for case let (name, value?) in flags { merged[name] = value }
         do {
