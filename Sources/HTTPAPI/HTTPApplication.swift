@@ -30,6 +30,7 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
         .addRoutes(to: router)
     OpenAPIController().addRoutes(to: router)
     AppStoreController(appStore: appStore, keys: keys).addRoutes(to: router)
+    AppStoreAPIController(appStore: appStore, keys: keys).addRoutes(to: router)
     return router
 }
 

@@ -9,13 +9,13 @@ import SubledgerApp
 struct AppStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appstore",
-        abstract: "Ask the App Store Server API: recover missed notifications.",
+        abstract: "Ask the App Store Server API: recover missed notifications, refresh a subscriber.",
         discussion: """
             Needs the in-app purchase key (SUBLEDGER_APPSTORE_KEY_FILE, SUBLEDGER_APPSTORE_KEY_ID, \
             SUBLEDGER_APPSTORE_ISSUER_ID), SUBLEDGER_APPSTORE_BUNDLE_ID and SUBLEDGER_APPSTORE_ROOT_CERTS \
             (Apple's answers are verified like notifications).
             """,
-        subcommands: [Reconcile.self])
+        subcommands: [Reconcile.self, Refresh.self])
 
     /// Runs `body` with the App Store integration on the configured database;
     /// the App Store settings are checked before the database is opened.
@@ -96,6 +96,26 @@ extension AppStoreCommand {
                 return report
             }
             print(report)
+        }
+    }
+
+    struct Refresh: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Ask Get All Subscription Statuses about a subscriber's subscriptions and record what the ledger lacks.")
+
+        @Argument(help: "The subscriber id.") var subscriber: String
+        @Flag(help: "Print the report as JSON.") var json = false
+        @OptionGroup var options: ConfigurationOptions
+
+        func run() async throws {
+            let report = try await AppStoreCommand.with(options) { appStore, _ in
+                try await reportingLedgerErrors { try await appStore.refresh(subscriberID: subscriber) }
+            }
+            if json { return try printJSON(report) }
+            print("asked about \(report.originalTransactionIDs.count) original transactions: \(report.originalTransactionIDs.joined(separator: ", "))")
+            for fact in report.recorded { print("recorded: \(fact)") }
+            print("already in the ledger: \(report.duplicates)")
+            for rejected in report.rejected { print("refused: \(rejected.fact): \(rejected.code): \(rejected.message)") }
         }
     }
 }
