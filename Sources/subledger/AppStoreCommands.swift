@@ -9,13 +9,13 @@ import SubledgerApp
 struct AppStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appstore",
-        abstract: "Ask the App Store Server API: recover missed notifications, refresh a subscriber.",
+        abstract: "Ask the App Store Server API: recover missed notifications, refresh a subscriber, send a test notification.",
         discussion: """
             Needs the in-app purchase key (SUBLEDGER_APPSTORE_KEY_FILE, SUBLEDGER_APPSTORE_KEY_ID, \
             SUBLEDGER_APPSTORE_ISSUER_ID), SUBLEDGER_APPSTORE_BUNDLE_ID and SUBLEDGER_APPSTORE_ROOT_CERTS \
             (Apple's answers are verified like notifications).
             """,
-        subcommands: [Reconcile.self, Refresh.self])
+        subcommands: [Reconcile.self, Refresh.self, TestNotification.self])
 
     /// Runs `body` with the App Store integration on the configured database;
     /// the App Store settings are checked before the database is opened.
@@ -116,6 +116,35 @@ extension AppStoreCommand {
             for fact in report.recorded { print("recorded: \(fact)") }
             print("already in the ledger: \(report.duplicates)")
             for rejected in report.rejected { print("refused: \(rejected.fact): \(rejected.code): \(rejected.message)") }
+        }
+    }
+
+    struct TestNotification: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "test-notification",
+            abstract: "Ask Apple to send a TEST notification and wait until this service has stored it.",
+            discussion: "Exits 1 when Apple could not deliver it or it did not arrive here in time.")
+
+        @Option(help: "Production or Sandbox; default as for reconcile.") var environment: String?
+        @Option(help: "Seconds to wait for the notification.") var timeout: Int = 120
+        @OptionGroup var options: ConfigurationOptions
+
+        func validate() throws {
+            guard (1...3600).contains(timeout) else { throw ValidationError("--timeout must be from 1 to 3600 seconds") }
+        }
+
+        func run() async throws {
+            let outcome = try await AppStoreCommand.with(options) { appStore, _ in
+                let environment = try AppStoreCommand.environment(environment, default: appStore.environmentsToReconcile[0])
+                let display = TerminalProgress(label: "test notification (\(environment.rawValue))")
+                let outcome = try await appStore.sendTestNotification(environment: environment, timeout: .seconds(timeout)) {
+                    display.update($0)
+                }
+                display.finish(outcome.isStored ? "arrived" : "not arrived")
+                return outcome
+            }
+            print(outcome)
+            if !outcome.isStored { throw ExitCode(1) }
         }
     }
 }
