@@ -23,7 +23,7 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     HealthController(health: HealthStore(dependencies), metrics: dependencies.metrics, logger: dependencies.logger)
         .addRoutes(to: router)
     RemindersController(store: ReminderStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
-    SubscribersController(writer: writer, reader: reader, keys: keys).addRoutes(to: router)
+    SubscribersController(writer: writer, appStore: appStore, reader: reader, keys: keys).addRoutes(to: router)
     TransactionsController(reader: reader, keys: keys).addRoutes(to: router)
     ProductsController(catalog: dependencies.catalog, invalidProducts: InvalidProductStore(pool: dependencies.pool),
                        keys: keys, logger: dependencies.logger)
@@ -33,6 +33,7 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     NotificationsController(store: NotificationStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
     ParkedController(store: ParkedEventStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
     ConsoleController().addRoutes(to: router)
+    AppStoreAPIController(appStore: appStore, keys: keys).addRoutes(to: router)
     return router
 }
 

@@ -48,6 +48,21 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong("db-idle-in-transaction-timeout"),
             help: "Seconds a transaction may sit idle (SUBLEDGER_DB_IDLE_IN_TRANSACTION_TIMEOUT, default 60).")
     var idleInTransactionTimeout: String?
+    @Option(name: .customLong("appstore-key-file"), help: "The in-app purchase key, a .p8 file (SUBLEDGER_APPSTORE_KEY_FILE).")
+    var appStoreKeyFile: String?
+    @Option(name: .customLong("appstore-key-id"), help: "The in-app purchase key's id (SUBLEDGER_APPSTORE_KEY_ID).")
+    var appStoreKeyID: String?
+    @Option(name: .customLong("appstore-issuer-id"), help: "The team's issuer id (SUBLEDGER_APPSTORE_ISSUER_ID).")
+    var appStoreIssuerID: String?
+    @Option(name: .customLong("appstore-api-url"), help: "App Store Server API, production (SUBLEDGER_APPSTORE_API_URL).")
+    var appStoreAPIURL: String?
+    @Option(name: .customLong("appstore-api-sandbox-url"), help: "App Store Server API, sandbox (SUBLEDGER_APPSTORE_API_SANDBOX_URL).")
+    var appStoreAPISandboxURL: String?
+    @Option(name: .customLong("appstore-reconcile-interval"),
+            help: "ISO 8601 duration between reconciliations, P0D = off (SUBLEDGER_APPSTORE_RECONCILE_INTERVAL, default PT1H).")
+    var appStoreReconcileInterval: String?
+    @Option(name: .customLong("restore-verify"), help: "none or api (SUBLEDGER_RESTORE_VERIFY).")
+    var restoreVerify: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (LOG_LEVEL).")
     var logLevel: String?
 
@@ -65,6 +80,10 @@ struct ConfigurationOptions: ParsableArguments {
             ("SUBLEDGER_APPSTORE_ENVIRONMENTS", appStoreEnvironments), ("SUBLEDGER_APPSTORE_APP_APPLE_ID", appStoreAppAppleID),
             ("SUBLEDGER_MAX_BODY_BYTES", maximumBodyBytes), ("SUBLEDGER_DB_STATEMENT_TIMEOUT", statementTimeout),
             ("SUBLEDGER_DB_LOCK_TIMEOUT", lockTimeout), ("SUBLEDGER_DB_IDLE_IN_TRANSACTION_TIMEOUT", idleInTransactionTimeout),
+            ("SUBLEDGER_APPSTORE_KEY_FILE", appStoreKeyFile),
+            ("SUBLEDGER_APPSTORE_KEY_ID", appStoreKeyID), ("SUBLEDGER_APPSTORE_ISSUER_ID", appStoreIssuerID),
+            ("SUBLEDGER_APPSTORE_API_URL", appStoreAPIURL), ("SUBLEDGER_APPSTORE_API_SANDBOX_URL", appStoreAPISandboxURL),
+            ("SUBLEDGER_APPSTORE_RECONCILE_INTERVAL", appStoreReconcileInterval), ("SUBLEDGER_RESTORE_VERIFY", restoreVerify),
         ]
         for case let (name, value?) in flags { merged[name] = value }
         do {

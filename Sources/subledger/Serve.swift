@@ -58,8 +58,17 @@ struct Serve: AsyncParsableCommand {
            configuration.appStoreAppAppleID == nil {
             logger.warning("Production App Store notifications are accepted without SUBLEDGER_APPSTORE_APP_APPLE_ID: set it so notifications for another app are refused, as Apple's library requires")
         }
-        let app = buildApplication(dependencies, services: makeReminderServices(
-            dependencies, conninfo: database.conninfo, expirySweepInterval: sweepInterval))
+        do {
+            dependencies.appStoreAPIClient = try AppStoreAPISetup.client(configuration, verifier: dependencies.appStoreVerifier,
+                                                                         logger: logger)
+        } catch {
+            database.stopIfStarted()
+            throw error
+        }
+        // One client for the routes and the worker: one pacer, one cached JWT.
+        let services = makeReminderServices(dependencies, conninfo: database.conninfo, expirySweepInterval: sweepInterval)
+            + makeReconcileServices(dependencies, conninfo: database.conninfo)
+        let app = buildApplication(dependencies, services: services)
         logger.info("subledger listening", metadata: [
             "http.host": "\(configuration.host)", "http.port": "\(configuration.port)",
             "db.embedded": "\(database.cluster != nil)",

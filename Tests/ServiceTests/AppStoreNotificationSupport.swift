@@ -34,9 +34,10 @@ struct AppStoreApp: Sendable {
         return response
     }
 
-    func state(_ subscriber: String, at: String) async throws -> JSONValue {
-        // The test App Store signs in the sandbox: its facts show in the sandbox view.
-        let response = try await client.get("/v1/subscribers/\(subscriber)?at=\(at)&environment=Sandbox")
+    /// The test App Store signs in the sandbox unless told otherwise: its
+    /// facts show in that environment's view.
+    func state(_ subscriber: String, at: String, environment: String = "Sandbox") async throws -> JSONValue {
+        let response = try await client.get("/v1/subscribers/\(subscriber)?at=\(at)&environment=\(environment)")
         #expect(response.status == .ok, "\(response.text)")
         return response.json
     }

@@ -7,6 +7,8 @@ import SubledgerApp
 /// admin); read state, history and explanations (any role).
 struct SubscribersController {
     let writer: LedgerWriter
+    /// Restores go through it: `signedTransactions` and `SUBLEDGER_RESTORE_VERIFY` need the App Store.
+    let appStore: AppStoreIntegration
     let reader: SubscriberReader
     let keys: APIKeys
 
@@ -51,8 +53,8 @@ struct SubscribersController {
 
     @Sendable func restore(request: Request, context: AppRequestContext) async throws -> Response {
         let subscriberID = try RequestInput.subscriberID(context)
-        let restore = try RestoreRequest.parse(json: try await RequestInput.body(request, context))
-        return try .json(try await writer.restore(restore, subscriberID: subscriberID).state)
+        let body = try await RequestInput.body(request, context)
+        return try .json(try await appStore.restore(body: body, subscriberID: subscriberID).state)
     }
 
     @Sendable func state(request: Request, context: AppRequestContext) async throws -> Response {

@@ -19,6 +19,11 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try APIError(error).response(from: request, context: context)
         } catch let error as ServiceError {
             return try APIError(error).response(from: request, context: context)
+        } catch let error as AppStoreAPIError {
+            logger.warning("app store server api call failed", metadata: [
+                "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(error)",
+            ])
+            return try APIError(error.serviceError).response(from: request, context: context)
         } catch let error as WriteContention {
             return try APIError(.serviceUnavailable, code: "contention", message: error.description)
                 .response(from: request, context: context)

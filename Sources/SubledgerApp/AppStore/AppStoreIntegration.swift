@@ -4,15 +4,26 @@ import Ledger
 import Logging
 
 /// The App Store's side of the application: notifications (when configured)
-/// and receipts, and the claim observer that lets pending notifications
-/// follow their original transaction.
+/// and receipts, the claim observer that lets pending notifications follow
+/// their original transaction, and what calls the App Store Server API
+/// (reconciliation, verified restores, refresh, order lookup; see `AppStoreAPI/`).
 public struct AppStoreIntegration: Sendable {
     public let notifications: NotificationService?
     /// Why notifications are off (`SUBLEDGER_APPSTORE_ROOT_CERTS` or
     /// `SUBLEDGER_APPSTORE_BUNDLE_ID` missing or unreadable).
     public let unavailable: String
+    /// The App Store Server API client, when its key is configured.
+    public let api: AppStoreAPIClient?
+    /// Why `api` is nil.
+    public let apiUnavailable: String
     let validator: ReceiptValidator
     let receipts: ReceiptService
+    /// The write path, telling pending notifications about claims.
+    let writer: LedgerWriter
+    let reader: SubscriberReader
+    let restoreVerification: RestoreVerification
+    let reconcileEnvironments: [Ledger.Environment]
+    let logger: Logger
 
     public init(_ dependencies: AppDependencies) {
         let configuration = dependencies.configuration
@@ -36,6 +47,36 @@ public struct AppStoreIntegration: Sendable {
             writer.claimObserver = { originals, _ in await notifications.applyPending(originalTransactionIDs: originals) }
         }
         self.receipts = ReceiptService(validator: validator, writer: writer, reader: SubscriberReader(dependencies))
+        self.writer = writer
+        self.reader = SubscriberReader(dependencies)
+        self.restoreVerification = configuration.restoreVerification
+        self.reconcileEnvironments = configuration.reconcileEnvironments
+        self.logger = dependencies.logger
+        (self.api, self.apiUnavailable) = Self.makeAPIClient(dependencies, verifier: verifier, unavailable: unavailable)
+    }
+
+    private static func makeAPIClient(_ dependencies: AppDependencies, verifier: AppStoreVerifier?,
+                                      unavailable: String) -> (AppStoreAPIClient?, String) {
+        if let client = dependencies.appStoreAPIClient { return (client, "") }
+        let configuration = dependencies.configuration
+        guard configuration.hasAppStoreAPIKey else {
+            return (nil, "The App Store Server API is not configured: set SUBLEDGER_APPSTORE_KEY_FILE, SUBLEDGER_APPSTORE_KEY_ID and SUBLEDGER_APPSTORE_ISSUER_ID.")
+        }
+        guard let verifier else {
+            return (nil, "The App Store Server API needs SUBLEDGER_APPSTORE_ROOT_CERTS and SUBLEDGER_APPSTORE_BUNDLE_ID to verify Apple's answers: \(unavailable)")
+        }
+        do {
+            return (try AppStoreAPIClient.make(configuration, verifier: verifier, logger: dependencies.logger), "")
+        } catch {
+            dependencies.logger.error("app store server api disabled", metadata: ["error": "\(error)"])
+            return (nil, "\(error)")
+        }
+    }
+
+    /// The API client, or the error saying what to configure.
+    public func requireAPI() throws(AppStoreAPIError) -> AppStoreAPIClient {
+        guard let api else { throw AppStoreAPIError(.notConfigured, message: apiUnavailable) }
+        return api
     }
 
     /// The verifier `SUBLEDGER_APPSTORE_ROOT_CERTS` and `SUBLEDGER_APPSTORE_BUNDLE_ID` describe.

@@ -20,6 +20,9 @@ public struct AppDependencies: Sendable {
     /// Verifies App Store notifications; nil: built from the configuration
     /// (`AppStoreIntegration.makeVerifier`).
     public var appStoreVerifier: AppStoreVerifier?
+    /// Calls the App Store Server API; nil: built from the configuration when
+    /// its key is set (`AppStoreAPIClient.make`).
+    public var appStoreAPIClient: AppStoreAPIClient?
 
     public init(configuration: SubledgerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
                 metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),

@@ -29,6 +29,18 @@ public struct SubledgerConfiguration: Sendable {
     public var appStoreReceiptRetryDelays: [Duration] = [.milliseconds(500), .seconds(1), .seconds(2)]
     /// How long one `verifyReceipt` call may take.
     public var appStoreReceiptTimeout: Duration = .seconds(15)
+    /// App Store Server API: the in-app purchase key (`.p8`), its id and the team's issuer id.
+    public var appStoreKeyFile: String?
+    public var appStoreKeyID: String?
+    public var appStoreIssuerID: String?
+    public var appStoreAPIURL: String = "https://api.storekit.itunes.apple.com"
+    public var appStoreAPISandboxURL: String = "https://api.storekit-sandbox.itunes.apple.com"
+    /// Between reconciliations of missed notifications; nil (`P0D`): off.
+    public var appStoreReconcileInterval: Duration? = .seconds(3600)
+    /// Whether a plain restore is checked with the App Store Server API first.
+    public var restoreVerification: RestoreVerification = .none
+    /// Retries, pacing and timeouts of the App Store Server API client (tests shorten them).
+    public var appStoreAPISettings = AppStoreAPISettings()
     public var logLevel: Logger.Level = .info
     /// Largest request body accepted, in bytes (the contract's 1 MiB).
     public var maximumBodySize: Int = 1 << 20
@@ -103,6 +115,7 @@ public struct SubledgerConfiguration: Sendable {
             }
             appStoreAppAppleID = number
         }
+        try readAppStoreAPI(value)
         sessionTimeouts.statementTimeout = try seconds("SUBLEDGER_DB_STATEMENT_TIMEOUT") ?? sessionTimeouts.statementTimeout
         sessionTimeouts.lockTimeout = try seconds("SUBLEDGER_DB_LOCK_TIMEOUT") ?? sessionTimeouts.lockTimeout
         sessionTimeouts.idleInTransactionSessionTimeout =

@@ -60,6 +60,14 @@ struct OwnershipStore: Sendable {
                        recordedBy: try others.map { try $0.decode(String.self, at: 0) })
     }
 
+    /// The original transactions `subscriberID` holds now.
+    func originals(ownedBy subscriberID: String) async throws -> [String] {
+        let rows = try await pool.query("""
+            SELECT original_transaction_id FROM transaction_owners WHERE subscriber_id = \(subscriberID) ORDER BY original_transaction_id
+            """)
+        return try rows.map { try $0.decode(String.self, at: 0) }
+    }
+
     /// Owners of the original transactions named in `ids` (see `owners(of:on:)`).
     func owners(of ids: Set<String>) async throws -> [String: String] {
         try await pool.withConnection { try await Self.owners(of: ids, on: $0) }

@@ -1,0 +1,144 @@
+import AppStore
+import Foundation
+import Ledger
+import Logging
+import Metrics
+import Postgres
+
+/// Recovers App Store notifications the service never received: asks Get
+/// Notification History for the window since the checkpoint (overlapping it
+/// a little), and feeds every notification through the same path as
+/// `POST /v1/appstore/notifications` (`NotificationService.receive`), which
+/// dedupes by `notificationUUID`: one already received changes nothing.
+///
+/// Each page is verified whole before any of it is stored; a page that
+/// fails (a forged or broken answer, Apple away) ends the run without moving
+/// the checkpoint, so the next run asks for the same window again.
+public struct NotificationReconciler: Sendable {
+    let client: AppStoreAPIClient
+    let notifications: NotificationService
+    let pool: ConnectionPool
+    let logger: Logger
+    /// How far before the checkpoint a window starts (late-stored notifications).
+    public var overlap: TimeInterval = 600
+    /// The window of a first run, without a checkpoint.
+    public var firstWindow: TimeInterval = 86_400
+    /// Apple keeps 180 days of history; windows start within it.
+    public var historyLimit: TimeInterval = 179 * 86_400
+    public var now: @Sendable () -> Date = { Date() }
+
+    public init(client: AppStoreAPIClient, notifications: NotificationService, pool: ConnectionPool, logger: Logger) {
+        self.client = client
+        self.notifications = notifications
+        self.pool = pool
+        self.logger = logger
+    }
+
+    /// How far a run has got.
+    public struct Progress: Sendable, CustomStringConvertible {
+        public var environment: Ledger.Environment
+        public var pages = 0
+        public var notifications = 0
+        public var recovered = 0
+        public var description: String {
+            "\(environment.rawValue): \(pages) pages, \(notifications) notifications, \(recovered) recovered"
+        }
+    }
+
+    /// What a run did.
+    public struct Report: Sendable, CustomStringConvertible {
+        public var environment: Ledger.Environment
+        public var windowStart: Date
+        public var windowEnd: Date
+        public var pages: Int
+        public var notifications: Int
+        /// Stored by this run: they had never arrived by POST.
+        public var recovered: Int
+        /// The checkpoint after the run.
+        public var reconciledUntil: Date
+        public var description: String {
+            "\(environment.rawValue) \(RFC3339.format(windowStart)) … \(RFC3339.format(windowEnd)): \(pages) pages, "
+                + "\(notifications) notifications, \(recovered) recovered; reconciled until \(RFC3339.format(reconciledUntil))"
+        }
+    }
+
+    /// One run over [`since` or the checkpoint − overlap, now].
+    public func reconcile(environment: Ledger.Environment, since: Date? = nil,
+                          progress: (@Sendable (Progress) -> Void)? = nil) async throws -> Report {
+        let end = now()
+        let checkpoint = try await pool.withConnection { try await ReconcileStore.checkpoint(environment, on: $0) }
+        var start = since ?? checkpoint.map { $0.reconciledUntil.addingTimeInterval(-overlap) } ?? end.addingTimeInterval(-firstWindow)
+        let oldest = end.addingTimeInterval(-historyLimit)
+        if start < oldest {
+            logger.warning("app store reconciliation window starts before Apple's 180 days of history; older notifications cannot be recovered", metadata: [
+                "appstore.environment": "\(environment.rawValue)", "appstore.reconcile.asked_start": "\(RFC3339.format(start))",
+            ])
+            start = oldest
+        }
+        var state = Progress(environment: environment)
+        do {
+            var token: String?
+            repeat {
+                let page = try await client.notificationHistory(environment: environment, start: start, end: end, paginationToken: token)
+                state.pages += 1
+                for item in page.notifications {
+                    let receipt = try await notifications.receive(item.notification, signedPayload: item.signedPayload)
+                    state.notifications += 1
+                    if !receipt.duplicate {
+                        state.recovered += 1
+                        Self.recovered(environment).increment()
+                        logger.notice("app store notification recovered by reconciliation", metadata: [
+                            "appstore.notification.uuid": "\(receipt.notificationUUID)", "appstore.environment": "\(environment.rawValue)",
+                            "appstore.notification.status": "\(receipt.status.rawValue)",
+                        ])
+                    }
+                }
+                progress?(state)
+                token = page.hasMore ? page.paginationToken : nil
+            } while token != nil
+        } catch {
+            Self.runs(environment, "failure").increment()
+            throw error
+        }
+        let reconciledUntil = try await pool.withConnection {
+            try await ReconcileStore.save(environment, windowStart: start, windowEnd: end, recovered: state.recovered, on: $0)
+        }
+        Self.runs(environment, "success").increment()
+        Self.windowStart(environment).record(start.timeIntervalSince1970)
+        Self.windowEnd(environment).record(end.timeIntervalSince1970)
+        let report = Report(environment: environment, windowStart: start, windowEnd: end, pages: state.pages,
+                            notifications: state.notifications, recovered: state.recovered, reconciledUntil: reconciledUntil)
+        logger.info("app store reconciliation done", metadata: [
+            "appstore.environment": "\(environment.rawValue)", "appstore.reconcile.window_start": "\(RFC3339.format(start))",
+            "appstore.reconcile.window_end": "\(RFC3339.format(end))", "appstore.reconcile.pages": "\(state.pages)",
+            "appstore.reconcile.notifications": "\(state.notifications)", "appstore.reconcile.recovered": "\(state.recovered)",
+        ])
+        return report
+    }
+
+    /// The stored checkpoint of `environment`, for status displays.
+    public func reconciledUntil(_ environment: Ledger.Environment) async throws -> Date? {
+        try await pool.withConnection { try await ReconcileStore.checkpoint(environment, on: $0) }?.reconciledUntil
+    }
+
+    // MARK: Metrics
+
+    /// `subledger_appstore_reconcile_recovered_total{environment}`: notifications only reconciliation brought in.
+    static func recovered(_ environment: Ledger.Environment) -> Counter {
+        Counter(label: "subledger_appstore_reconcile_recovered_total", dimensions: [("environment", environment.rawValue)])
+    }
+
+    /// `subledger_appstore_reconcile_runs_total{environment, outcome}`.
+    static func runs(_ environment: Ledger.Environment, _ outcome: String) -> Counter {
+        Counter(label: "subledger_appstore_reconcile_runs_total", dimensions: [("environment", environment.rawValue), ("outcome", outcome)])
+    }
+
+    /// The last successful window, as UNIX seconds.
+    static func windowStart(_ environment: Ledger.Environment) -> Gauge {
+        Gauge(label: "subledger_appstore_reconcile_last_window_start_seconds", dimensions: [("environment", environment.rawValue)])
+    }
+
+    static func windowEnd(_ environment: Ledger.Environment) -> Gauge {
+        Gauge(label: "subledger_appstore_reconcile_last_window_end_seconds", dimensions: [("environment", environment.rawValue)])
+    }
+}
