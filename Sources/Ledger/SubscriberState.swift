@@ -1,7 +1,7 @@
 import Foundation
 
 /// Status of a subscription at an instant.
-public enum SubscriptionStatus: String, Sendable, Hashable, Codable {
+public enum SubscriptionStatus: String, Sendable, Hashable, Codable, CaseIterable {
     case active, grace, expired, revoked
 }
 
@@ -156,5 +156,12 @@ extension SubscriberLedger {
     /// The subscriber's state at `at`: facts effective after `at` are not shown.
     public func state(at: Date, catalog: Catalog) -> SubscriberState {
         SubscriberState(subscriberID: subscriberID, evaluation: Evaluation(ledger: self, catalog: catalog, at: at), ledger: self)
+    }
+
+    /// The state at `at` counting only the facts of one store environment
+    /// (what the read models hold per environment).
+    public func state(at: Date, catalog: Catalog, environment: Environment) -> SubscriberState {
+        SubscriberState(subscriberID: subscriberID,
+                        evaluation: Evaluation(ledger: self, catalog: catalog, at: at, environment: environment), ledger: self)
     }
 }
