@@ -30,6 +30,9 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
         .addRoutes(to: router)
     OpenAPIController().addRoutes(to: router)
     AppStoreController(appStore: appStore, keys: keys).addRoutes(to: router)
+    let readModels = ReadModelQueries(pool: dependencies.pool)
+    SubscriptionsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
+    StatsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
     return router
 }
 
