@@ -7,7 +7,8 @@ import Postgres
 /// `entitlements`, `product_activity`; see `sql/0007_read_models.sql`).
 ///
 /// A batch costs a constant number of round trips whatever it holds: the
-/// ledgers of every subscriber it touches are loaded in one query, their
+/// ledgers of every subscriber it touches are loaded in one query (each a
+/// snapshot and the tail of its stream), their
 /// rows computed in memory by `SubscriberLedger.readModel` (a pure function
 /// of the ledger and the catalog), and written with one DELETE and one
 /// multi-row INSERT per table, pipelined. Because the rows depend only on the
@@ -34,11 +35,13 @@ public struct SubscriptionProjection: EventConsumer {
             subscribers.append(subscriberID)
         }
         guard !subscribers.isEmpty else { return }
-        let ledgers = try await SubscriberSnapshots.ledgers(of: subscribers, store: store, on: connection)
+        let loaded = try await SubscriberSnapshots.load(subscribers, on: connection)
         let models = subscribers.map { subscriberID in
-            (ledgers[subscriberID] ?? SubscriberLedger(subscriberID: subscriberID)).readModel(catalog: catalog)
+            (loaded[subscriberID]?.ledger ?? SubscriberLedger(subscriberID: subscriberID)).readModel(catalog: catalog)
         }
-        try await ReadModelRows.replace(models, on: connection)
+        // A ledger read with a long tail is stored again, in the same round trip.
+        let snapshots = SubscriberSnapshots.saveStatement(loaded.values.filter(\.isSnapshotDue))
+        try await ReadModelRows.replace(models, alongside: snapshots.map { [$0] } ?? [], on: connection)
     }
 
     public func reset(on connection: Connection) async throws {

@@ -36,12 +36,29 @@ public struct SubscriberReader: Sendable {
         return history
     }
 
+    /// A subscriber's ledger from their snapshot and the tail of their
+    /// stream; `subscriber_not_found` when they have no events. A long tail
+    /// is stored as a new snapshot, so the next read is short again.
+    func ledger(of subscriberID: String) async throws -> SubscriberLedger {
+        let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
+        let loaded = try await store.pool.withConnection { connection in
+            let loaded = try await SubscriberSnapshots.load(subscriberID, on: connection)
+            if loaded.isSnapshotDue { try await SubscriberSnapshots.save([loaded], on: connection) }
+            return loaded
+        }
+        guard loaded.exists else {
+            throw LedgerError(kind: .notFound, code: "subscriber_not_found",
+                              message: "Subscriber '\(subscriberID)' has no recorded facts.", field: "subscriberId")
+        }
+        return loaded.ledger
+    }
+
     /// The subscriber's state at `at` (default: now), with the reminders the
-    /// reminder projection holds for them.
+    /// reminder projection holds for them. The snapshot holds every fact, so
+    /// any past instant is answered exactly from it.
     public func state(of subscriberID: String, at: Date? = nil) async throws -> SubscriberState {
-        let history = try await history(of: subscriberID)
-        var state = SubscriberState.fold(history.events, subscriberID: subscriberID, catalog: catalog, at: at ?? now())
-        state.reminders = try await reminders.reminders(of: subscriberID).map(\.stateReminder)
+        var state = try await ledger(of: subscriberID).state(at: at ?? now(), catalog: catalog)
+        state.reminders = try await reminders.reminders(of: state.subscriberID).map(\.stateReminder)
         return state
     }
 
@@ -56,8 +73,7 @@ public struct SubscriberReader: Sendable {
 
     /// Why each entitlement is or is not active at `at`.
     public func explanation(of subscriberID: String, at: Date? = nil) async throws -> Explanation {
-        let history = try await history(of: subscriberID)
-        return explain(subscriberID: subscriberID, history: history.events, catalog: catalog, at: at ?? now())
+        explain(try await ledger(of: subscriberID), catalog: catalog, at: at ?? now())
     }
 
     /// The subscriber's events in order, each with a readable summary.

@@ -11,8 +11,9 @@ enum ReadModelRows {
     /// Replaces every row of the subscribers of `models` with theirs: one
     /// DELETE and one multi-row INSERT per table, sent together (libpq
     /// pipeline mode), so a batch costs one round trip however many
-    /// subscribers it touches. Runs in the caller's transaction.
-    static func replace(_ models: [SubscriberReadModel], on connection: Connection) async throws {
+    /// subscribers it touches. `alongside` joins the same pipeline. Runs in
+    /// the caller's transaction.
+    static func replace(_ models: [SubscriberReadModel], alongside: [PostgresQuery] = [], on connection: Connection) async throws {
         guard !models.isEmpty else { return }
         let encoder = LedgerJSON.makeEncoder()
         let subscribers = JSONArgument.strings(models.map(\.subscriberID))
@@ -73,7 +74,7 @@ enum ReadModelRows {
                     type text, "group" text, source_transaction_id text)
                 """)
         }
-        _ = try await connection.pipeline(statements)
+        _ = try await connection.pipeline(statements + alongside)
     }
 
     /// Empties every read-model table (a rebuild's first step, in its

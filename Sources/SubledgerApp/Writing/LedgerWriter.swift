@@ -8,7 +8,8 @@ import Postgres
 /// The one write path of the ledger. An API request is a batch of one; an
 /// import, a receipt or an App Store notification a batch of many.
 ///
-/// A batch reads the streams of its subscribers and the owners of the
+/// A batch reads the ledgers of its subscribers (a snapshot and the tail of
+/// each stream, see `SubscriberSnapshots`) and the owners of the
 /// transactions it names, decides each command in order against those
 /// states in memory, and appends every stream's new events in one
 /// transaction with the versions it read, the ownership rows beside them.
@@ -136,8 +137,7 @@ public struct LedgerWriter: Sendable {
                 continue
             }
             for transfer in decision.transfers where !work.hasStream(transfer.fromSubscriberID) {
-                let history = try await pool.withConnection { try await readHistory(transfer.fromSubscriberID, on: $0) }
-                work.add(history)
+                work.add(try await pool.withConnection { try await SubscriberSnapshots.load(transfer.fromSubscriberID, on: $0) })
             }
             work.apply(decision, of: index, for: command.subscriberID, now: now)
         }
@@ -149,6 +149,8 @@ public struct LedgerWriter: Sendable {
             let results = appends.isEmpty ? [] : try await store.append(appends, on: connection)
             try await OwnershipStore.write(claims: claims, transactions: rows, on: connection)
             try await batch.alongside?(connection)
+            // Beside the events, so a snapshot never runs ahead of what committed.
+            try await SubscriberSnapshots.save((try? work.snapshotsDue(appends: appends, results: results)) ?? [], on: connection)
             return results
         }
         let result = work.result(appendResults: results, now: now)
@@ -162,12 +164,6 @@ public struct LedgerWriter: Sendable {
             }
         }
         return result
-    }
-
-    /// A subscriber's stream as the ledger sees it.
-    func readHistory(_ subscriberID: String, on connection: Connection) async throws -> SubscriberHistory {
-        try SubscriberHistory(subscriberID: subscriberID,
-                              stored: try await store.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection))
     }
 
     static let factsRecorded = Counter(label: "subledger_facts_total", dimensions: [("outcome", "recorded")])
