@@ -33,6 +33,9 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     let readModels = ReadModelQueries(pool: dependencies.pool)
     SubscriptionsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
     StatsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
+    ParkedReplayController(store: dependencies.store, consumers: Projections.all(store: dependencies.store, catalog: dependencies.catalog.catalog),
+                           keys: keys)
+        .addRoutes(to: router)
     return router
 }
 

@@ -16,6 +16,8 @@ public enum Access: Sendable {
     case readSubscribers
     /// Read across subscribers (reminders, transactions, invalid identifiers): support, admin.
     case support
+    /// Operate the service (parked events): admin only.
+    case admin
 
     package func allows(_ role: Role) -> Bool {
         switch (self, role) {
