@@ -48,3 +48,22 @@ public struct SubscriptionProjection: EventConsumer {
         try await ReadModelRows.deleteAll(on: connection)
     }
 }
+
+/// The rows are a function of each subscriber's stream alone, so a rebuild
+/// reads the log stream by stream (`EventStore.rebuildStreamwise`).
+extension SubscriptionProjection: StreamwiseConsumer {
+    public var streamPrefix: String { SubscriberStreams.streamID(for: "") }
+
+    public func rows(for streams: [StreamEvents]) throws -> [SubscriberReadModel] {
+        try streams.compactMap { stream in
+            guard let subscriberID = ReminderProjection.subscriberID(ofStream: stream.streamID) else { return nil }
+            var ledger = SubscriberLedger(subscriberID: subscriberID)
+            for event in stream.events { ledger.apply(try SubscriberStreams.ledgerEvent(event)) }
+            return ledger.readModel(catalog: catalog)
+        }
+    }
+
+    public func insert(_ parts: [[SubscriberReadModel]], on connection: Connection) async throws {
+        try await ReadModelRows.insert(parts.flatMap { $0 }, on: connection)
+    }
+}

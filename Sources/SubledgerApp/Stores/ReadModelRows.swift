@@ -15,16 +15,31 @@ enum ReadModelRows {
     /// the caller's transaction.
     static func replace(_ models: [SubscriberReadModel], alongside: [PostgresQuery] = [], on connection: Connection) async throws {
         guard !models.isEmpty else { return }
-        let encoder = LedgerJSON.makeEncoder()
+        _ = try await connection.pipeline(deletions(models) + (try insertions(models)) + alongside)
+    }
+
+    /// Adds the rows of `models` (a rebuild, into emptied tables): one
+    /// multi-row INSERT per table, in one round trip.
+    static func insert(_ models: [SubscriberReadModel], on connection: Connection) async throws {
+        let statements = try insertions(models)
+        if !statements.isEmpty { _ = try await connection.pipeline(statements) }
+    }
+
+    private static func deletions(_ models: [SubscriberReadModel]) -> [PostgresQuery] {
         let subscribers = JSONArgument.strings(models.map(\.subscriberID))
         let environments = JSONArgument.strings(Environment.allCases.map(\.rawValue))
-        var statements: [PostgresQuery] = tables.map { table -> PostgresQuery in
+        return tables.map { table -> PostgresQuery in
             """
             DELETE FROM \(unsafeRaw: table)
             WHERE environment IN (SELECT jsonb_array_elements_text(\(environments)::jsonb))
               AND subscriber_id IN (SELECT jsonb_array_elements_text(\(subscribers)::jsonb))
             """
         }
+    }
+
+    private static func insertions(_ models: [SubscriberReadModel]) throws -> [PostgresQuery] {
+        let encoder = LedgerJSON.makeEncoder()
+        var statements: [PostgresQuery] = []
         let subscriptions = models.flatMap { model in model.subscriptions.map { SubscriptionRow(model.subscriberID, $0) } }
         if !subscriptions.isEmpty {
             statements.append("""
@@ -74,7 +89,7 @@ enum ReadModelRows {
                     type text, "group" text, source_transaction_id text)
                 """)
         }
-        _ = try await connection.pipeline(statements + alongside)
+        return statements
     }
 
     /// Empties every read-model table (a rebuild's first step, in its
