@@ -17,3 +17,21 @@ CREATE TABLE subscriber_snapshots (
     ledger         bytea NOT NULL,
     updated_at     timestamptz NOT NULL DEFAULT now()
 );
+
+-- The state `GET /v1/subscribers/{id}` last computed for "now", valid while
+-- the stream is still at `stream_version`, the catalog is the one it was
+-- computed with (`catalog`, `Catalog.fingerprint`), and the clock is within
+-- [valid_from, valid_until) — until the next instant at which the rules say
+-- it may change (`SubscriberLedger.nextChange`; NULL: never). Served as it
+-- is, with `at` set to the request's instant, so a read of a long history
+-- costs what a short one does. A cache like the snapshots: written lazily by
+-- the reader that computed it, never consulted for `?at=`.
+CREATE TABLE subscriber_state_cache (
+    subscriber_id  text PRIMARY KEY,
+    stream_version bigint NOT NULL,
+    catalog        text NOT NULL,
+    valid_from     timestamptz NOT NULL,
+    valid_until    timestamptz,
+    state          text NOT NULL,
+    updated_at     timestamptz NOT NULL DEFAULT now()
+);

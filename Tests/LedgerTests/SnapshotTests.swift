@@ -33,3 +33,35 @@ struct SnapshotTests {
         #expect(throws: SnapshotError.self) { try SubscriberLedger(snapshot: Data(repeating: 0xFF, count: 64)) }
     }
 }
+
+/// A state stays what it is until `nextChange(after:)`.
+struct ValidityTests {
+    @Test func theStateHoldsUntilTheNextChange() {
+        for seed in 0..<UInt64(300) {
+            var scenario = Scenario(seed: 80_000 + seed)
+            for _ in 0..<30 {
+                scenario.step()
+                ReadModelTests.addRareFacts(&scenario)
+            }
+            for (subscriber, events) in scenario.world.streams {
+                let ledger = SubscriberLedger(subscriberID: subscriber, events: events)
+                for start in scenario.instants(count: 12) {
+                    var before = ledger.state(at: start, catalog: catalog)
+                    guard let next = ledger.nextChange(after: start, catalog: catalog) else {
+                        for later in [start + 86_400, start + 3_650 * 86_400] {
+                            before.at = later
+                            #expect(ledger.state(at: later, catalog: catalog) == before, "seed \(seed) \(subscriber): nothing was due to change")
+                        }
+                        continue
+                    }
+                    #expect(next > start)
+                    for later in [start + (next.timeIntervalSince(start)) / 2, next - 0.001] where later > start {
+                        before.at = later
+                        #expect(ledger.state(at: later, catalog: catalog) == before,
+                                "seed \(seed) \(subscriber) from \(RFC3339.format(start)) to \(RFC3339.format(later)), next \(RFC3339.format(next))")
+                    }
+                }
+            }
+        }
+    }
+}

@@ -50,10 +50,12 @@ struct SnapshotServiceTests {
             let withSnapshot = try await answers()
             #expect(withSnapshot[1].contains(#""status":"active""#))
             try await pool.query("DELETE FROM subscriber_snapshots")
+            try await pool.query("DELETE FROM subscriber_state_cache")
             #expect(try await answers() == withSnapshot)
             // A read with a long tail stores a snapshot again.
             #expect(try await pool.query("SELECT 1 FROM subscriber_snapshots WHERE subscriber_id = 'long'").count == 1)
             try await pool.query("UPDATE subscriber_snapshots SET ledger = '\\x0102'::bytea")
+            try await pool.query("DELETE FROM subscriber_state_cache")
             #expect(try await answers() == withSnapshot)
             // ...and a damaged one is replaced by the first read that meets it.
             let repaired = try await pool.query("SELECT length(ledger) FROM subscriber_snapshots WHERE subscriber_id = 'long'")
@@ -69,5 +71,49 @@ struct SnapshotServiceTests {
             #expect(loaded.ledger == whole)
             #expect(loaded.version == 2070)
         }
+    }
+
+    /// The state computed for "now" is served again until the stream moves,
+    /// the catalog changes or the clock reaches the next change.
+    @Test func theCurrentStateIsCachedUntilSomethingCanChangeIt() async throws {
+        let dependencies = try await makeDependencies()
+        defer { Task { await dependencies.pool.close() } }
+        let writer = LedgerWriter(dependencies)
+        let bought = date("2025-05-01T00:00:00Z")
+        _ = try await writer.record(.purchase(.init(transactionID: "c1", productID: "com.example.pass.30d", purchaseDate: bought)),
+                                    subscriberID: "cached")
+        var reader = SubscriberReader(dependencies)
+        reader.now = { date("2025-05-10T00:00:00Z") }
+        let first = try await reader.state(of: "cached")
+        let stored = try await dependencies.pool.query("SELECT valid_until FROM subscriber_state_cache WHERE subscriber_id = 'cached'")
+        #expect(try stored.first?.decode(Date?.self, at: 0) == bought + 30 * 86_400)
+        // Marked, to tell a cached answer from a computed one.
+        try await dependencies.pool.query("UPDATE subscriber_state_cache SET state = replace(state, '\"pass\"', '\"cached-pass\"')")
+
+        reader.now = { date("2025-05-20T00:00:00Z") }
+        let served = try await reader.state(of: "cached")
+        #expect(served.subscriptions.first?.group == "cached-pass")
+        #expect(served.at == date("2025-05-20T00:00:00Z"))
+        #expect(try await reader.state(of: "cached", at: date("2025-05-20T00:00:00Z")).subscriptions.first?.group == "pass",
+                "an explicit instant is never served from the cache")
+
+        reader.now = { date("2025-05-31T00:00:01Z") }  // past the period's end
+        let expired = try await reader.state(of: "cached")
+        #expect(expired.subscriptions.first?.group == "pass" && expired.subscriptions.first?.status == .expired)
+        #expect(expired.entitlements.first?.active == false)
+
+        try await dependencies.pool.query("UPDATE subscriber_state_cache SET state = replace(state, '\"pass\"', '\"cached-pass\"')")
+        _ = try await writer.record(.purchase(.init(transactionID: "c2", productID: "com.example.level2", purchaseDate: bought)),
+                                    subscriberID: "cached")
+        let afterWrite = try await reader.state(of: "cached")
+        #expect(afterWrite.subscriptions.first?.group == "pass", "a new event makes the cached state stale")
+        #expect(afterWrite.purchases.map(\.transactionID) == ["c2"])
+        #expect(first.subscriptions.first?.status == .active)
+
+        try await dependencies.pool.query("UPDATE subscriber_state_cache SET state = replace(state, '\"pass\"', '\"cached-pass\"')")
+        let otherCatalog = try Catalog.decode(from: Data(exampleCatalogJSON.replacingOccurrences(of: "\"P30D\"", with: "\"P31D\"").utf8))
+        var other = SubscriberReader(store: dependencies.store, catalog: otherCatalog)
+        other.now = reader.now
+        #expect(try await other.state(of: "cached").subscriptions.first?.group == "pass", "another catalog computes again")
     }
 }

@@ -26,7 +26,10 @@ struct StreamwiseRebuildTests {
         let read = try await dependencies.store.rebuildStreamwise(projection, chunkSize: chunkSize, workers: 3)
         #expect(read == events)
         #expect(try await dependencies.readModelRows() == live)
-        #expect(try await dependencies.store.lag(of: projection.name) == 0)
+        // What the checkpoint leaves to the runner (transactions still running
+        // elsewhere in the cluster when it was taken) changes nothing.
+        try await dependencies.project(projection)
+        #expect(try await dependencies.readModelRows() == live)
     }
 
     /// Writes go on during the rebuild and the live runner waits on the

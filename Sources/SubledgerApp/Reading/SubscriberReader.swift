@@ -39,26 +39,43 @@ public struct SubscriberReader: Sendable {
     /// A subscriber's ledger from their snapshot and the tail of their
     /// stream; `subscriber_not_found` when they have no events. A long tail
     /// is stored as a new snapshot, so the next read is short again.
-    func ledger(of subscriberID: String) async throws -> SubscriberLedger {
-        let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
-        let loaded = try await store.pool.withConnection { connection in
-            let loaded = try await SubscriberSnapshots.load(subscriberID, on: connection)
-            if loaded.isSnapshotDue { try await SubscriberSnapshots.save([loaded], on: connection) }
-            return loaded
-        }
+    func ledger(of subscriberID: String, on connection: Connection) async throws -> LoadedLedger {
+        let loaded = try await SubscriberSnapshots.load(subscriberID, on: connection)
+        if loaded.isSnapshotDue { try await SubscriberSnapshots.save([loaded], on: connection) }
         guard loaded.exists else {
             throw LedgerError(kind: .notFound, code: "subscriber_not_found",
                               message: "Subscriber '\(subscriberID)' has no recorded facts.", field: "subscriberId")
         }
-        return loaded.ledger
+        return loaded
+    }
+
+    func ledger(of subscriberID: String) async throws -> SubscriberLedger {
+        let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
+        return try await store.pool.withConnection { try await ledger(of: subscriberID, on: $0) }.ledger
     }
 
     /// The subscriber's state at `at` (default: now), with the reminders the
-    /// reminder projection holds for them. The snapshot holds every fact, so
-    /// any past instant is answered exactly from it.
+    /// reminder projection holds for them. Now: the cached state while
+    /// nothing can have changed it, else computed from the snapshot and the
+    /// tail of the stream (and cached). A past instant: from the snapshot,
+    /// which holds every fact, so it is exact.
     public func state(of subscriberID: String, at: Date? = nil) async throws -> SubscriberState {
-        var state = try await ledger(of: subscriberID).state(at: at ?? now(), catalog: catalog)
-        state.reminders = try await reminders.reminders(of: state.subscriberID).map(\.stateReminder)
+        let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
+        let now = self.now()
+        var state = try await store.pool.withConnection { connection in
+            if at == nil, let cached = try await SubscriberStateCache.state(of: subscriberID, at: now, catalog: catalog, on: connection) {
+                return cached
+            }
+            let loaded = try await ledger(of: subscriberID, on: connection)
+            let state = loaded.ledger.state(at: at ?? now, catalog: catalog)
+            if at == nil {
+                try await SubscriberStateCache.save(state, version: loaded.version,
+                                                    validUntil: loaded.ledger.nextChange(after: now, catalog: catalog),
+                                                    catalog: catalog, on: connection)
+            }
+            return state
+        }
+        state.reminders = try await reminders.reminders(of: subscriberID).map(\.stateReminder)
         return state
     }
 
