@@ -34,6 +34,12 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     ParkedController(store: ParkedEventStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
     ConsoleController().addRoutes(to: router)
     AppStoreAPIController(appStore: appStore, keys: keys).addRoutes(to: router)
+    let readModels = ReadModelQueries(pool: dependencies.pool)
+    SubscriptionsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
+    StatsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
+    ParkedReplayController(store: dependencies.store, consumers: Projections.all(store: dependencies.store, catalog: dependencies.catalog.catalog),
+                           keys: keys)
+        .addRoutes(to: router)
     return router
 }
 

@@ -45,6 +45,9 @@ public struct Catalog: Sendable, Equatable {
     /// In file order.
     public let products: [Product]
     private let productsByID: [String: Product]
+    /// Changes whenever a product's terms do: what a value computed with the
+    /// catalog (a cached state) is keyed by.
+    public let fingerprint: String
 
     /// Validates the products: unique ids, durations only (and always) on
     /// non-renewing products, reminders only on products that end, and one
@@ -80,6 +83,18 @@ public struct Catalog: Sendable, Equatable {
         self.version = version
         self.products = products
         self.productsByID = byID
+        self.fingerprint = Self.fingerprint(of: products)
+    }
+
+    /// FNV-1a (64 bits) of the products as sorted-key JSON.
+    private static func fingerprint(of products: [Product]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in (try? encoder.encode(products)) ?? Data() {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        return String(hash, radix: 16)
     }
 
     /// Decodes and validates the catalog file format.

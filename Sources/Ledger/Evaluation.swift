@@ -67,72 +67,106 @@ struct Evaluation {
     var nonRenewingGroups: [NonRenewingGroup] = []
     var grants: [Grant] = []
 
-    init(ledger: SubscriberLedger, catalog: Catalog, at: Date, environment: Environment = .production) {
+    /// - Parameter environment: only that environment's transactions (and
+    ///   what follows from them); nil: every environment (the read models'
+    ///   checks over a whole ledger).
+    init(ledger: SubscriberLedger, catalog: Catalog, at: Date, environment: Environment? = .production) {
         self.at = at
-        self.environment = environment
-        for record in ledger.transactions.values where record.visibleFrom <= at && record.fact.environment == environment {
-            let fact = record.fact
-            guard ledger.owns(fact.originalTransactionID, at: at) else { continue }
-            let product = catalog.product(id: fact.productID)
-            guard let type = fact.productType ?? product?.type else { continue }
-            let refund = ledger.refunds[fact.transactionID].flatMap { refund in
-                refund.date <= at && !ledger.isRefundReversed(fact.transactionID, refund: refund, at: at) ? refund : nil
+        self.environment = environment ?? .production
+        for record in ledger.transactions.values where environment == nil || record.fact.environment == environment {
+            if let transaction = Self.transaction(record, ledger: ledger, catalog: catalog, at: at) {
+                transactions.append(transaction)
             }
-            var extended = fact
-            if type == .autoRenewable { extended.expiresDate = ledger.expiresDate(ofTransaction: fact.transactionID, at: at) }
-            transactions.append(Transaction(
-                fact: extended, position: record.position, type: type,
-                group: fact.group ?? product?.group ?? fact.productID,
-                duration: fact.duration ?? product?.duration, refund: refund))
         }
-        transactions.sort { ($0.fact.purchaseDate, $0.position, $0.fact.transactionID) < ($1.fact.purchaseDate, $1.position, $1.fact.transactionID) }
+        transactions.sort(by: Self.purchaseOrder)
         evaluateAutoRenewables(ledger: ledger)
         evaluateNonRenewing()
         evaluateGrants(catalog: catalog)
+    }
+
+    /// Purchase date, then position, then id: the order periods stack in and
+    /// the last of a chain is its latest transaction.
+    static func purchaseOrder(_ left: Transaction, _ right: Transaction) -> Bool {
+        (left.fact.purchaseDate, left.position, left.fact.transactionID) < (right.fact.purchaseDate, right.position, right.fact.transactionID)
+    }
+
+    /// A recorded transaction as the rules see it at `at`: nil when it is not
+    /// visible yet, its original is held by someone else, or its type is unknown.
+    static func transaction(_ record: SubscriberLedger.TransactionRecord, ledger: SubscriberLedger, catalog: Catalog,
+                            at: Date) -> Transaction? {
+        guard record.visibleFrom <= at else { return nil }
+        let fact = record.fact
+        guard ledger.owns(fact.originalTransactionID, at: at) else { return nil }
+        let product = catalog.product(id: fact.productID)
+        guard let type = fact.productType ?? product?.type else { return nil }
+        let refund = ledger.refunds[fact.transactionID].flatMap { refund in
+            refund.date <= at && !ledger.isRefundReversed(fact.transactionID, refund: refund, at: at) ? refund : nil
+        }
+        var extended = fact
+        if type == .autoRenewable { extended.expiresDate = ledger.expiresDate(ofTransaction: fact.transactionID, at: at) }
+        return Transaction(fact: extended, position: record.position, type: type,
+                           group: fact.group ?? product?.group ?? fact.productID,
+                           duration: fact.duration ?? product?.duration, refund: refund)
+    }
+
+    /// Where an auto-renewable stands at `at`, from its latest transaction and
+    /// the store's reports about its original transaction.
+    struct AutoRenewableTerms {
+        var status: SubscriptionStatus
+        var end: Date
+        var graceEnd: Date?
+        var expiredByStore: Dated?
+        var positions: [Int64]
+    }
+
+    static func autoRenewableTerms(latest: Transaction, ledger: SubscriberLedger, at: Date) -> AutoRenewableTerms {
+        let original = latest.fact.originalTransactionID
+        var positions: [Int64] = []
+        var end = latest.fact.expiresDate ?? latest.fact.purchaseDate
+        var expiredByStore: Dated?
+        for expiry in ledger.storeExpiries[original] ?? [] where expiry.date <= at && expiry.date >= latest.fact.purchaseDate {
+            positions.append(expiry.position)
+            if expiry.date < end || expiredByStore == nil {
+                end = min(end, expiry.date)
+                expiredByStore = Dated(date: expiry.date, position: expiry.position)
+            }
+        }
+        var graceEnd: Date?
+        if expiredByStore == nil {
+            for issue in ledger.billingIssues[original] ?? [] where issue.date <= at && issue.date >= latest.fact.purchaseDate {
+                positions.append(issue.position)
+                if let grace = issue.value.gracePeriodExpiresDate { graceEnd = max(graceEnd ?? grace, grace) }
+            }
+        }
+        let status: SubscriptionStatus
+        if let refund = latest.refund {
+            status = .revoked
+            positions.append(refund.position)
+        } else if at < end {
+            status = .active
+        } else if let graceEnd, at < graceEnd {
+            status = .grace
+        } else {
+            status = .expired
+        }
+        return AutoRenewableTerms(status: status, end: end, graceEnd: graceEnd, expiredByStore: expiredByStore, positions: positions)
     }
 
     private mutating func evaluateAutoRenewables(ledger: SubscriberLedger) {
         let byOriginal = Dictionary(grouping: transactions.filter { $0.type == .autoRenewable }) { $0.fact.originalTransactionID }
         for (original, chain) in byOriginal {
             let latest = chain.last!  // transactions are sorted by purchase date
-            var positions = chain.map(\.position)
-            var end = latest.fact.expiresDate ?? latest.fact.purchaseDate
-            var expiredByStore: Dated?
-            for expiry in ledger.storeExpiries[original] ?? [] where expiry.date <= at && expiry.date >= latest.fact.purchaseDate {
-                positions.append(expiry.position)
-                if expiry.date < end || expiredByStore == nil {
-                    end = min(end, expiry.date)
-                    expiredByStore = Dated(date: expiry.date, position: expiry.position)
-                }
-            }
-            var graceEnd: Date?
-            if expiredByStore == nil {
-                for issue in ledger.billingIssues[original] ?? []
-                where issue.date <= at && issue.date >= latest.fact.purchaseDate {
-                    positions.append(issue.position)
-                    if let grace = issue.value.gracePeriodExpiresDate { graceEnd = max(graceEnd ?? grace, grace) }
-                }
-            }
+            let terms = Self.autoRenewableTerms(latest: latest, ledger: ledger, at: at)
+            var positions = chain.map(\.position) + terms.positions
             var signals = (ledger.autoRenewChanges[original] ?? []).filter { $0.date <= at }
             signals += chain.compactMap { transaction in
                 transaction.fact.autoRenew.map { SubscriberLedger.Dated(date: transaction.fact.purchaseDate, position: transaction.position, value: $0) }
             }
             let autoRenewSignal = signals.max { ($0.date, $0.position) < ($1.date, $1.position) }
             if let signal = autoRenewSignal { positions.append(signal.position) }
-            let status: SubscriptionStatus
-            if let refund = latest.refund {
-                status = .revoked
-                positions.append(refund.position)
-            } else if at < end {
-                status = .active
-            } else if let graceEnd, at < graceEnd {
-                status = .grace
-            } else {
-                status = .expired
-            }
             autoRenewables.append(AutoRenewable(
-                latest: latest, group: latest.group, status: status, end: end, graceEnd: graceEnd,
-                autoRenew: autoRenewSignal?.value ?? true, expiredByStore: expiredByStore,
+                latest: latest, group: latest.group, status: terms.status, end: terms.end, graceEnd: terms.graceEnd,
+                autoRenew: autoRenewSignal?.value ?? true, expiredByStore: terms.expiredByStore,
                 positions: Array(Set(positions)).sorted()))
         }
         autoRenewables.sort { ($0.group, $0.latest.fact.originalTransactionID) < ($1.group, $1.latest.fact.originalTransactionID) }
@@ -143,20 +177,7 @@ struct Evaluation {
     private mutating func evaluateNonRenewing() {
         let byGroup = Dictionary(grouping: transactions.filter { $0.type == .nonRenewing }, by: \.group)
         for group in byGroup.keys.sorted() {
-            var periods: [Period] = []
-            var refunded: [Transaction] = []
-            for transaction in byGroup[group]! {
-                guard transaction.refund == nil else {
-                    refunded.append(transaction)
-                    continue
-                }
-                guard let duration = transaction.duration else { continue }
-                let start = max(transaction.fact.purchaseDate, periods.last?.end ?? transaction.fact.purchaseDate)
-                periods.append(Period(group: group, productID: transaction.fact.productID,
-                                      transactionID: transaction.fact.transactionID,
-                                      originalTransactionID: transaction.fact.originalTransactionID,
-                                      start: start, end: duration.added(to: start), position: transaction.position))
-            }
+            let (periods, refunded) = Self.stack(byGroup[group]!, group: group)
             var covering: Period?
             var coveredUntil: Date?
             if let index = periods.firstIndex(where: { $0.start <= at && at < $0.end }) {
@@ -168,6 +189,26 @@ struct Evaluation {
             nonRenewingGroups.append(NonRenewingGroup(group: group, periods: periods, refunded: refunded,
                                                       covering: covering, coveredUntil: coveredUntil))
         }
+    }
+
+    /// The periods of one group's transactions (in purchase order), and the
+    /// refunded ones, which have none.
+    static func stack(_ transactions: [Transaction], group: String) -> (periods: [Period], refunded: [Transaction]) {
+        var periods: [Period] = []
+        var refunded: [Transaction] = []
+        for transaction in transactions {
+            guard transaction.refund == nil else {
+                refunded.append(transaction)
+                continue
+            }
+            guard let duration = transaction.duration else { continue }
+            let start = max(transaction.fact.purchaseDate, periods.last?.end ?? transaction.fact.purchaseDate)
+            periods.append(Period(group: group, productID: transaction.fact.productID,
+                                  transactionID: transaction.fact.transactionID,
+                                  originalTransactionID: transaction.fact.originalTransactionID,
+                                  start: start, end: duration.added(to: start), position: transaction.position))
+        }
+        return (periods, refunded)
     }
 
     private mutating func evaluateGrants(catalog: Catalog) {

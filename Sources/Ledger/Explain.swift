@@ -31,7 +31,12 @@ public struct Explanation: Sendable, Equatable, Encodable {
 /// Explains `history` at `at`.
 public func explain(subscriberID: String, history: [RecordedLedgerEvent], catalog: Catalog, at: Date,
                     environment: Environment = .production) -> Explanation {
-    let ledger = SubscriberLedger(subscriberID: subscriberID, events: history)
+    explain(SubscriberLedger(subscriberID: subscriberID, events: history), catalog: catalog, at: at, environment: environment)
+}
+
+/// Explains a ledger at `at`, in one store environment.
+public func explain(_ ledger: SubscriberLedger, catalog: Catalog, at: Date, environment: Environment = .production) -> Explanation {
+    let subscriberID = ledger.subscriberID
     let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: at, environment: environment)
     let entitlements = evaluation.entitlementGrants.map { id, chosen, all in
         let others = all.filter { $0.source != chosen.source || $0.productID != chosen.productID }

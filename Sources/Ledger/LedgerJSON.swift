@@ -50,3 +50,10 @@ public struct ExplicitNull<Value: Sendable & Hashable & Encodable>: Sendable, Ha
         }
     }
 }
+
+extension ExplicitNull: Decodable where Value: Decodable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        wrappedValue = container.decodeNil() ? nil : try container.decode(Value.self)
+    }
+}

@@ -7,6 +7,10 @@ import Foundation
 ///
 /// Applying an event whose idempotency key was already applied changes
 /// nothing, so a replayed fact can never count twice.
+///
+/// Stored as a snapshot beside the stream (`snapshotData()`), so a reader
+/// decodes one row and applies the tail of the stream instead of the whole
+/// history.
 public struct SubscriberLedger: Sendable, Equatable {
     struct TransactionRecord: Sendable, Equatable {
         var fact: TransactionFact
@@ -23,10 +27,10 @@ public struct SubscriberLedger: Sendable, Equatable {
 
     public let subscriberID: String
     /// The position of the last event applied (0 before any).
-    public private(set) var lastPosition: Int64 = 0
+    public internal(set) var lastPosition: Int64 = 0
     /// The idempotency key of every event applied, with the position of the
     /// event that first carried it.
-    private var keyPositions: [String: Int64] = [:]
+    var keyPositions: [String: Int64] = [:]
     var transactions: [String: TransactionRecord] = [:]
     var refunds: [String: Dated<RefundFact>] = [:]
     var refundReversals: [String: Dated<RefundReversal>] = [:]

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Status of a subscription at an instant.
-public enum SubscriptionStatus: String, Sendable, Hashable, Codable {
+public enum SubscriptionStatus: String, Sendable, Hashable, Codable, CaseIterable {
     case active, grace, expired, revoked
 }
 
@@ -13,9 +13,10 @@ public enum ReminderStatus: String, Sendable, Hashable, Codable, CaseIterable {
 
 /// What a subscriber has at an instant: the contract's `<state>` JSON when
 /// encoded with `LedgerJSON.makeEncoder()` (RFC 3339 dates; absent ends
-/// written as `null`). Every array is in a deterministic order.
-public struct SubscriberState: Sendable, Equatable, Encodable {
-    public struct Entitlement: Sendable, Equatable, Encodable {
+/// written as `null`), and decoded back by `LedgerJSON.makeDecoder()` (a
+/// cached state). Every array is in a deterministic order.
+public struct SubscriberState: Sendable, Equatable, Codable {
+    public struct Entitlement: Sendable, Equatable, Codable {
         public var id: String
         public var active: Bool
         public var productID: String
@@ -27,7 +28,7 @@ public struct SubscriberState: Sendable, Equatable, Encodable {
         enum CodingKeys: String, CodingKey { case id, active, productID = "productId", expiresAt, source }
     }
 
-    public struct Subscription: Sendable, Equatable, Encodable {
+    public struct Subscription: Sendable, Equatable, Codable {
         public var group: String
         public var productID: String
         public var type: ProductType
@@ -41,7 +42,7 @@ public struct SubscriberState: Sendable, Equatable, Encodable {
         }
     }
 
-    public struct NonRenewingPeriod: Sendable, Equatable, Encodable {
+    public struct NonRenewingPeriod: Sendable, Equatable, Codable {
         public var group: String
         public var productID: String
         public var transactionID: String
@@ -52,7 +53,7 @@ public struct SubscriberState: Sendable, Equatable, Encodable {
     }
 
     /// A consumable, non-consumable or free purchase.
-    public struct Purchase: Sendable, Equatable, Encodable {
+    public struct Purchase: Sendable, Equatable, Codable {
         public var transactionID: String
         public var originalTransactionID: String
         public var productID: String
@@ -67,13 +68,13 @@ public struct SubscriberState: Sendable, Equatable, Encodable {
         }
     }
 
-    public struct Device: Sendable, Equatable, Encodable {
+    public struct Device: Sendable, Equatable, Codable {
         public var id: String
         public var firstSeenAt: Date
     }
 
     /// A reminder as the state shows it (filled in by the reminder projection).
-    public struct Reminder: Sendable, Equatable, Encodable {
+    public struct Reminder: Sendable, Equatable, Codable {
         public var id: String
         public var dueAt: Date
         public var lead: ISODuration
@@ -162,5 +163,12 @@ extension SubscriberLedger {
     public func state(at: Date, catalog: Catalog, environment: Environment = .production) -> SubscriberState {
         SubscriberState(subscriberID: subscriberID, evaluation: Evaluation(ledger: self, catalog: catalog, at: at, environment: environment),
                         ledger: self)
+    }
+
+    /// The state at `at` counting only the facts of one store environment
+    /// (what the read models hold per environment).
+    public func state(at: Date, catalog: Catalog, environment: Environment) -> SubscriberState {
+        SubscriberState(subscriberID: subscriberID,
+                        evaluation: Evaluation(ledger: self, catalog: catalog, at: at, environment: environment), ledger: self)
     }
 }

@@ -22,6 +22,11 @@ public final class Connection: @unchecked Sendable {
     private var nextJob: UInt64 = 0
     public let logger: Logger
 
+    /// How many exchanges with the server (a statement, or a pipeline of
+    /// them) this connection has run: what tests and the benchmark count to
+    /// show that a batch costs a constant number of round trips.
+    public var roundTrips: UInt64 { lock.withLock { nextJob } }
+
     private init(handle: OpaquePointer, executor: BlockingExecutor, logger: Logger) {
         self.handle = handle
         self.executor = executor

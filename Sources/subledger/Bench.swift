@@ -7,11 +7,13 @@ import HTTPAPI
 import SubledgerApp
 
 /// `subledger bench`: append throughput beside PostgreSQL's own insert rate,
-/// measured in the same run on the same server, so the ratios mean something
-/// on a noisy machine.
+/// and the subscriptions projection's rebuild beside PostgreSQL's own
+/// set-based upsert of the same events, each measured in the same run on the
+/// same server, so the ratios mean something on a noisy machine; and reads
+/// and writes of a subscriber with one event beside one with 10,000.
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Measure event-store append throughput against PostgreSQL's single-row insert rate.",
+        abstract: "Measure appends, the projection rebuild and reads against PostgreSQL's own rates.",
         discussion: """
             Runs in a scratch database created next to the configured one (and dropped afterwards): \
             the embedded cluster by default, or the server of DATABASE_URL (which then needs CREATEDB).
@@ -27,6 +29,23 @@ struct Bench: AsyncParsableCommand {
 
     @Option(name: .customLong("batch-size"), help: "Events per batch in the import measurement.")
     var batchSize: Int = 500
+
+    @Option(name: .customLong("rebuild-events"), help: "Events written for the rebuild measurement.")
+    var rebuildEvents: Int = 200_000
+
+    @Option(help: "Samples per latency measurement (p50, p99).")
+    var samples: Int = 200
+
+    @Option(help: "What to measure: appends, projections, or both (comma-separated).")
+    var measure: String = "appends,projections"
+
+    func validate() throws {
+        let known: Set<Substring> = ["appends", "projections"]
+        guard measure.split(separator: ",").allSatisfy(known.contains) else {
+            throw ValidationError("--measure takes appends, projections or both, comma-separated")
+        }
+        guard rebuildEvents > 0, samples > 1 else { throw ValidationError("--rebuild-events and --samples must be positive") }
+    }
 
     func run() async throws {
         let configuration = try options.resolve()
@@ -50,6 +69,35 @@ struct Bench: AsyncParsableCommand {
     func measure(conninfo: String, logger: Logger) async throws {
         try await Migrator(migrations: try Migrator.load(from: try SQLDirectory.locate())).migrate(conninfo: conninfo)
         let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: max(writers, 2)))
+        defer { Task { await pool.close() } }
+        #if DEBUG
+        print("subledger bench: a debug build; figures from a release build (swift build -c release) are the ones to compare")
+        #endif
+        if measure.contains("appends") { try await measureAppends(pool: pool) }
+        if measure.contains("projections") { try await measureProjections(pool: pool) }
+    }
+
+    func measureProjections(pool: ConnectionPool) async throws {
+        print("")
+        print("subledger bench: the subscriptions projection, \(rebuildEvents) events, \(samples) samples per latency")
+        let results = try await ProjectionBench(pool: pool, events: rebuildEvents, samples: samples).run()
+        print("")
+        print(padded("measurement", 52) + padded("events/s", 12, left: true) + padded("× ceiling", 12, left: true))
+        print(padded("PostgreSQL set-based upsert, same events (ceiling)", 52) + padded(String(format: "%.0f", results.ceiling), 12, left: true)
+              + padded("1.00", 12, left: true))
+        print(padded("rebuild, stream by stream, \(results.rebuiltEvents) events", 52)
+              + padded(String(format: "%.0f", results.rebuild), 12, left: true)
+              + padded(String(format: "%.3f", results.rebuild / results.ceiling), 12, left: true))
+        print(String(format: "peak resident memory of this process: %.0f MB", results.peakResidentMB))
+        print("")
+        print(padded("latency (ms)", 58) + padded("p50", 10, left: true) + padded("p99", 10, left: true))
+        for latency in results.reads + results.writes {
+            let (name, p50, p99) = (latency.name, latency.p50, latency.p99)
+            print(padded(name, 58) + padded(String(format: "%.2f", p50), 10, left: true) + padded(String(format: "%.2f", p99), 10, left: true))
+        }
+    }
+
+    func measureAppends(pool: ConnectionPool) async throws {
         let store = EventStore(pool: pool)
         try await pool.query("CREATE TABLE bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, data jsonb NOT NULL)")
         let payload = #"{"productId":"com.example.pass.30d","transactionId":"1000000001","purchaseDate":"2026-11-22T05:00:00Z"}"#

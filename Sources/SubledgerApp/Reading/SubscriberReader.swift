@@ -38,21 +38,48 @@ public struct SubscriberReader: Sendable {
                     message: "Subscriber '\(subscriberID)' has no recorded facts.", field: "subscriberId")
     }
 
+    /// A subscriber's ledger from their snapshot and the tail of their
+    /// stream; `subscriber_not_found` when they have no events. A long tail
+    /// is stored as a new snapshot, so the next read is short again.
+    func ledger(of subscriberID: String, on connection: Connection) async throws -> LoadedLedger {
+        let loaded = try await SubscriberSnapshots.load(subscriberID, on: connection)
+        if loaded.isSnapshotDue { try await SubscriberSnapshots.save([loaded], on: connection) }
+        guard loaded.exists else {
+            throw LedgerError(kind: .notFound, code: "subscriber_not_found",
+                              message: "Subscriber '\(subscriberID)' has no recorded facts.", field: "subscriberId")
+        }
+        return loaded
+    }
+
+    func ledger(of subscriberID: String) async throws -> SubscriberLedger {
+        let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
+        return try await store.pool.withConnection { try await ledger(of: subscriberID, on: $0) }.ledger
+    }
+
     /// The subscriber's state at `at` (default: now), with the reminders the
-    /// reminder projection holds for them.
-    /// Only `environment`'s facts count: a sandbox purchase never grants production.
+    /// reminder projection holds for them. Now: the cached state while
+    /// nothing can have changed it, else computed from the snapshot and the
+    /// tail of the stream (and cached). A past instant: from the snapshot,
+    /// which holds every fact, so it is exact.
+    /// Only `environment`'s facts count: a sandbox purchase never grants
+    /// production (the cache holds the Production view only).
     public func state(of subscriberID: String, at: Date? = nil, environment: Ledger.Environment = .production) async throws -> SubscriberState {
         let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
-        // The stream and the reminders in one round trip.
-        let answers = try await store.pool.withConnection { connection in
-            try await connection.pipeline([EventStore.streamQuery(SubscriberStreams.streamID(for: subscriberID)),
-                                           ReminderStore.remindersQuery(of: subscriberID)])
+        let now = self.now()
+        var state = try await store.pool.withConnection { connection in
+            if at == nil, environment == .production, let cached = try await SubscriberStateCache.state(of: subscriberID, at: now, catalog: catalog, on: connection) {
+                return cached
+            }
+            let loaded = try await ledger(of: subscriberID, on: connection)
+            let state = loaded.ledger.state(at: at ?? now, catalog: catalog, environment: environment)
+            if at == nil, environment == .production {
+                try await SubscriberStateCache.save(state, version: loaded.version,
+                                                    validUntil: loaded.ledger.nextChange(after: now, catalog: catalog),
+                                                    catalog: catalog, on: connection)
+            }
+            return state
         }
-        let history = try SubscriberHistory(subscriberID: subscriberID, stored: try EventStore.stream(from: answers[0]))
-        guard history.exists else { throw Self.notFound(subscriberID) }
-        var state = SubscriberState.fold(history.events, subscriberID: subscriberID, catalog: catalog, at: at ?? now(),
-                                         environment: environment)
-        state.reminders = try answers[1].map(ReminderStore.view).filter { $0.environment == environment }.map(\.stateReminder)
+        state.reminders = try await reminders.reminders(of: subscriberID).filter { $0.environment == environment }.map(\.stateReminder)
         return state
     }
 
@@ -67,8 +94,7 @@ public struct SubscriberReader: Sendable {
 
     /// Why each entitlement is or is not active at `at`.
     public func explanation(of subscriberID: String, at: Date? = nil, environment: Ledger.Environment = .production) async throws -> Explanation {
-        let history = try await history(of: subscriberID)
-        return explain(subscriberID: subscriberID, history: history.events, catalog: catalog, at: at ?? now(), environment: environment)
+        explain(try await ledger(of: subscriberID), catalog: catalog, at: at ?? now(), environment: environment)
     }
 
     /// The subscriber's events in order, each with a readable summary.

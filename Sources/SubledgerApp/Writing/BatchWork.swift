@@ -12,8 +12,9 @@ struct BatchWork {
         var read: SubscriberLedger
         /// The ledger with this batch's decisions applied.
         var ledger: SubscriberLedger
-        var history: [RecordedLedgerEvent]
         var version: Int64
+        /// The version of the stored snapshot the read started from.
+        var snapshotVersion: Int64
         var pending: [(command: Int, event: LedgerEvent)] = []
     }
 
@@ -28,7 +29,8 @@ struct BatchWork {
     private var commandSubscribers: [String] = []
     var outcomes: [WriteOutcome]
 
-    /// Reads every stream the batch names and the owners of its transactions.
+    /// Reads every stream the batch names (each a snapshot and the tail of
+    /// its stream, all in one query) and the owners of its transactions.
     static func load(_ batch: WriteBatch, writer: LedgerWriter) async throws -> BatchWork {
         var ids = Set<String>()
         var subscribers = [String]()
@@ -37,20 +39,16 @@ struct BatchWork {
             ids.formUnion(command.referencedTransactionIDs)
             if seen.insert(command.subscriberID).inserted { subscribers.append(command.subscriberID) }
         }
-        // Every stream and the owners in one round trip (and one snapshot).
-        let queries = subscribers.map { EventStore.streamQuery(SubscriberStreams.streamID(for: $0)) }
-            + (ids.isEmpty ? [] : [OwnershipStore.ownersQuery(of: ids)])
-        let answers = try await writer.pool.withConnection { try await $0.pipeline(queries) }
-        let histories = try zip(subscribers, answers).map { subscriberID, rows in
-            try SubscriberHistory(subscriberID: subscriberID, stored: try EventStore.stream(from: rows))
+        let (loaded, owners) = try await writer.pool.withConnection { connection in
+            (try await SubscriberSnapshots.load(subscribers, on: connection), try await OwnershipStore.owners(of: ids, on: connection))
         }
-        let owners = ids.isEmpty ? [:] : try OwnershipStore.owners(from: answers[subscribers.count])
+        let ledgers = subscribers.map { loaded[$0] ?? .empty($0) }
         // A later command's decision can record the position of an earlier one
         // (a transfer's `afterPosition`): start near the real head when there is one.
-        let head = batch.commands.count > 1 ? try await writer.store.headPosition() : histories.map(\.lastPosition).max() ?? 0
+        let head = batch.commands.count > 1 ? try await writer.store.headPosition() : ledgers.map(\.ledger.lastPosition).max() ?? 0
         var work = BatchWork(owners: owners, nextPosition: head + 1, commands: batch.commands.count)
         work.commandSubscribers = batch.commands.map(\.subscriberID)
-        for history in histories { work.add(history) }
+        for ledger in ledgers { work.add(ledger) }
         return work
     }
 
@@ -64,10 +62,10 @@ struct BatchWork {
     func hasStream(_ subscriberID: String) -> Bool { streams[subscriberID] != nil }
 
     /// Adds a stream read during the batch (a transfer's previous owner).
-    mutating func add(_ history: SubscriberHistory) {
-        let ledger = SubscriberLedger(subscriberID: history.subscriberID, events: history.events)
-        streams[history.subscriberID] = Stream(read: ledger, ledger: ledger, history: history.events, version: history.version)
-        order.append(history.subscriberID)
+    mutating func add(_ loaded: LoadedLedger) {
+        streams[loaded.subscriberID] = Stream(read: loaded.ledger, ledger: loaded.ledger, version: loaded.version,
+                                              snapshotVersion: loaded.snapshotVersion)
+        order.append(loaded.subscriberID)
     }
 
     func decide(_ command: WriteCommand, decider: Decider, now: Date) throws(LedgerError) -> Decision {
@@ -98,7 +96,6 @@ struct BatchWork {
         for event in events {
             let recorded = RecordedLedgerEvent(position: nextPosition, recordedAt: now, event: event)
             streams[subscriberID]?.ledger.apply(recorded)
-            streams[subscriberID]?.history.append(recorded)
             streams[subscriberID]?.pending.append((command, event))
             nextPosition += 1
         }
@@ -161,6 +158,26 @@ struct BatchWork {
         return WriteBatchResult(outcomes: outcomes, ledgers: ledgers)
     }
 
+    /// The ledgers to store as snapshots once the appends are in: streams
+    /// whose tail since their stored snapshot reached the interval, with the
+    /// events as the store returns them (decoded from what was appended, so
+    /// the snapshot equals a fold of the stored stream).
+    func snapshotsDue(appends: [StreamAppend], results: [StreamAppendResult]) throws -> [LoadedLedger] {
+        var due: [LoadedLedger] = []
+        for ((subscriberID, append), appended) in zip(zip(appendedStreams, appends), results) {
+            let stream = streams[subscriberID]!
+            guard let version = appended.outcomes.last?.streamVersion, !appended.outcomes.contains(where: \.isDuplicate),
+                  version - stream.snapshotVersion >= SubscriberSnapshots.interval else { continue }
+            var ledger = stream.read
+            for (event, outcome) in zip(append.events, appended.outcomes) {
+                let decoded = try LedgerEvent.decode(type: event.type, schemaVersion: event.schemaVersion, data: event.data)
+                ledger.apply(RecordedLedgerEvent(position: outcome.position, recordedAt: Date(), event: decoded))
+            }
+            due.append(LoadedLedger(ledger: ledger, version: version, snapshotVersion: stream.snapshotVersion))
+        }
+        return due
+    }
+
     /// Whether `subscriberID` is the subscriber command `index` was for (not a
     /// previous owner receiving `transferred_out`).
     private func isOwn(_ index: Int, _ subscriberID: String) -> Bool {
@@ -178,6 +195,3 @@ extension WriteCommand {
     }
 }
 
-extension SubscriberHistory {
-    var lastPosition: Int64 { stored.last?.position ?? 0 }
-}

@@ -8,7 +8,8 @@ import Postgres
 /// The one write path of the ledger. An API request is a batch of one; an
 /// import, a receipt or an App Store notification a batch of many.
 ///
-/// A batch reads the streams of its subscribers and the owners of the
+/// A batch reads the ledgers of its subscribers (a snapshot and the tail of
+/// each stream, see `SubscriberSnapshots`) and the owners of the
 /// transactions it names, decides each command in order against those
 /// states in memory, and appends every stream's new events in one
 /// transaction with the versions it read, the ownership rows beside them.
@@ -138,8 +139,7 @@ public struct LedgerWriter: Sendable {
                 continue
             }
             for transfer in decision.transfers where !work.hasStream(transfer.fromSubscriberID) {
-                let history = try await pool.withConnection { try await readHistory(transfer.fromSubscriberID, on: $0) }
-                work.add(history)
+                work.add(try await pool.withConnection { try await SubscriberSnapshots.load(transfer.fromSubscriberID, on: $0) })
             }
             work.apply(decision, of: index, for: command.subscriberID, now: now)
         }
@@ -147,18 +147,13 @@ public struct LedgerWriter: Sendable {
         guard !appends.isEmpty || batch.alongside != nil else { return work.result(appendResults: [], now: now) }
         let claims = work.claims
         let rows = work.transactionRows
-        let results: [StreamAppendResult]
-        if let alongside = batch.alongside {
-            results = try await store.transaction { connection in
-                let results = appends.isEmpty ? [] : try await store.append(appends, on: connection)
-                try await OwnershipStore.write(claims: claims, transactions: rows, on: connection)
-                try await alongside(connection)
-                return results
-            }
-        } else {
-            // The append and the ownership rows in one round trip and one transaction.
-            let statements = OwnershipStore.statements(claims: claims, transactions: rows)
-            results = try await pool.withConnection { try await store.append(appends, with: statements, on: $0).results }
+        let results = try await store.transaction { connection in
+            let results = appends.isEmpty ? [] : try await store.append(appends, on: connection)
+            try await OwnershipStore.write(claims: claims, transactions: rows, on: connection)
+            try await batch.alongside?(connection)
+            // Beside the events, so a snapshot never runs ahead of what committed.
+            try await SubscriberSnapshots.save((try? work.snapshotsDue(appends: appends, results: results)) ?? [], on: connection)
+            return results
         }
         let result = work.result(appendResults: results, now: now)
         for outcome in result.outcomes {
@@ -171,12 +166,6 @@ public struct LedgerWriter: Sendable {
             }
         }
         return result
-    }
-
-    /// A subscriber's stream as the ledger sees it.
-    func readHistory(_ subscriberID: String, on connection: Connection) async throws -> SubscriberHistory {
-        try SubscriberHistory(subscriberID: subscriberID,
-                              stored: try await store.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection))
     }
 
     static let factsRecorded = Counter(label: "subledger_facts_total", dimensions: [("outcome", "recorded")])

@@ -1,0 +1,43 @@
+import Foundation
+import Hummingbird
+import Ledger
+import SubledgerApp
+
+/// `GET /v1/subscriptions` (support, admin): subscriptions across
+/// subscribers from the read models, filtered, in keyset pages.
+struct SubscriptionsController {
+    let queries: ReadModelQueries
+    let keys: APIKeys
+    let now: @Sendable () -> Date
+
+    func addRoutes(to router: Router<AppRequestContext>) {
+        router.group("v1/subscriptions")
+            .add(middleware: AuthMiddleware(keys: keys, access: .support))
+            .get(use: list)
+    }
+
+    struct ListBody: Encodable {
+        var subscriptions: [ReadModelQueries.ListedSubscription]
+        @ExplicitNull var nextCursor: String?
+    }
+
+    @Sendable func list(request: Request, context: AppRequestContext) async throws -> Response {
+        var filter = ReadModelQueries.SubscriptionFilter()
+        filter.environment = try QueryInput.environment(in: request)
+        filter.entitlement = try QueryInput.identifier("entitlement", in: request)
+        filter.group = try QueryInput.identifier("group", in: request)
+        filter.productID = try QueryInput.identifier("productId", in: request)
+        filter.status = try QueryInput.oneOf("status", in: request, as: SubscriptionStatus.self)
+        filter.expiresBefore = try QueryInput.instant("expiresBefore", in: request)
+        filter.expiresAfter = try QueryInput.instant("expiresAfter", in: request)
+        filter.limit = try QueryInput.number("limit", in: request, default: 100, range: 1...1000)
+        if let token = request.uri.queryParameters.get("cursor") {
+            guard let cursor = SubscriptionCursor(token: token) else {
+                throw LedgerError.invalidField("cursor", expected: "the nextCursor of a previous page, unchanged")
+            }
+            filter.cursor = cursor
+        }
+        let (page, next) = try await queries.subscriptions(filter, now: now())
+        return try .json(ListBody(subscriptions: page, nextCursor: next?.token))
+    }
+}

@@ -1,0 +1,255 @@
+import Foundation
+
+/// When each product (and so each entitlement) of one environment was
+/// active, exactly as `state(at:)` would say at every instant, computed
+/// without evaluating the whole ledger at every instant.
+///
+/// The state at T changes only at the dates of the facts and at the ends
+/// they imply, and each kind of subscription depends on a small part of the
+/// ledger, so each is swept on its own with the rules of `Evaluation`:
+/// - an auto-renewable original transaction: between two dates at which a
+///   transaction becomes visible, only the latest visible one counts, so its
+///   status is evaluated at the dates that concern it alone;
+/// - a non-renewing group: its stacking changes only when a refund, a
+///   reversal, a transfer or a late-visible transaction takes effect; between
+///   those, periods of later purchases start after every earlier instant, so
+///   one stacking per stretch gives its periods;
+/// - a non-consumable or free transaction: visible, held, not refunded.
+struct ActivityTimeline {
+    /// A stretch during which one product was active through one transaction.
+    struct Piece {
+        var start: Date
+        /// nil: never ends.
+        var end: Date?
+        var productID: String
+        var type: ProductType
+        var group: String
+        var source: String
+    }
+
+    let environment: Environment
+    let catalog: Catalog
+    private(set) var pieces: [Piece] = []
+    /// Per subscription (see `autoRenewableUnit`, `nonRenewingUnit`): the
+    /// start of its latest stretch of continuous access.
+    private(set) var lastRunStart: [String: Date] = [:]
+
+    static func autoRenewableUnit(_ originalTransactionID: String) -> String { "o:" + originalTransactionID }
+    static func nonRenewingUnit(_ group: String) -> String { "g:" + group }
+
+    init(ledger: SubscriberLedger, catalog: Catalog, environment: Environment) {
+        self.environment = environment
+        self.catalog = catalog
+        var originals: [String: [SubscriberLedger.TransactionRecord]] = [:]
+        var groups: [String: [SubscriberLedger.TransactionRecord]] = [:]
+        var singles: [SubscriberLedger.TransactionRecord] = []
+        for record in ledger.transactions.values where record.fact.environment == environment {
+            let product = catalog.product(id: record.fact.productID)
+            switch record.fact.productType ?? product?.type {
+            case .autoRenewable?: originals[record.fact.originalTransactionID, default: []].append(record)
+            case .nonRenewing?: groups[record.fact.group ?? product?.group ?? record.fact.productID, default: []].append(record)
+            case .nonConsumable?, .free?: singles.append(record)
+            case .consumable?, nil: break
+            }
+        }
+        for original in originals.keys.sorted() {
+            let added = sweepAutoRenewable(originals[original]!, ledger: ledger)
+            lastRunStart[Self.autoRenewableUnit(original)] = Self.lastRunStart(of: added)
+            pieces += added
+        }
+        for group in groups.keys.sorted() {
+            let added = sweepNonRenewing(groups[group]!, ledger: ledger)
+            lastRunStart[Self.nonRenewingUnit(group)] = Self.lastRunStart(of: added)
+            pieces += added
+        }
+        for record in singles.sorted(by: { $0.fact.transactionID < $1.fact.transactionID }) {
+            let dates = Self.transactionDates(record, ledger: ledger, includeEnds: false)
+                + Self.originalDates(record.fact.originalTransactionID, ledger: ledger)
+            pieces += evaluate(at: Self.points(from: record.visibleFrom, until: nil, dates), until: nil) { at in
+                guard let transaction = Evaluation.transaction(record, ledger: ledger, catalog: catalog, at: at),
+                      transaction.refund == nil else { return nil }
+                return Piece(start: at, end: nil, productID: transaction.fact.productID, type: transaction.type,
+                             group: transaction.group, source: transaction.fact.transactionID)
+            }
+        }
+    }
+
+    // MARK: Sweeps
+
+    private func sweepAutoRenewable(_ records: [SubscriberLedger.TransactionRecord], ledger: SubscriberLedger) -> [Piece] {
+        func isLater(_ left: SubscriberLedger.TransactionRecord, than right: SubscriberLedger.TransactionRecord) -> Bool {
+            (left.fact.purchaseDate, left.position, left.fact.transactionID) > (right.fact.purchaseDate, right.position, right.fact.transactionID)
+        }
+        // Stretches with one latest visible transaction.
+        var segments: [(start: Date, latest: SubscriberLedger.TransactionRecord)] = []
+        var latest: SubscriberLedger.TransactionRecord?
+        for record in records.sorted(by: { $0.visibleFrom < $1.visibleFrom }) {
+            if latest == nil || isLater(record, than: latest!) { latest = record }
+            if segments.last?.latest.fact.transactionID == latest!.fact.transactionID { continue }
+            if segments.last?.start == record.visibleFrom { segments.removeLast() }
+            segments.append((record.visibleFrom, latest!))
+        }
+        let originalDates = Self.originalDates(records[0].fact.originalTransactionID, ledger: ledger).sorted()
+        var pieces: [Piece] = []
+        for (index, segment) in segments.enumerated() {
+            let until = index + 1 < segments.count ? segments[index + 1].start : nil
+            let record = segment.latest
+            let dates = Self.transactionDates(record, ledger: ledger, includeEnds: true)
+                + Self.dates(originalDates, after: segment.start, before: until)
+            pieces += evaluate(at: Self.points(from: segment.start, until: until, dates), until: until) { at in
+                guard let transaction = Evaluation.transaction(record, ledger: ledger, catalog: catalog, at: at) else { return nil }
+                let status = Evaluation.autoRenewableTerms(latest: transaction, ledger: ledger, at: at).status
+                guard status == .active || status == .grace else { return nil }
+                return Piece(start: at, end: nil, productID: transaction.fact.productID, type: .autoRenewable,
+                             group: transaction.group, source: transaction.fact.transactionID)
+            }
+        }
+        return pieces
+    }
+
+    private func sweepNonRenewing(_ records: [SubscriberLedger.TransactionRecord], ledger: SubscriberLedger) -> [Piece] {
+        var changes: [Date] = []
+        for record in records {
+            changes += Self.transactionDates(record, ledger: ledger, includeEnds: false).filter { $0 != record.fact.purchaseDate }
+            if record.visibleFrom != record.fact.purchaseDate { changes.append(record.visibleFrom) }
+        }
+        for original in Set(records.map(\.fact.originalTransactionID)) {
+            changes += Self.originalDates(original, ledger: ledger, includeStore: false)
+        }
+        let boundaries = Array(Set(changes)).sorted()
+        let plainPurchases = records.filter { $0.visibleFrom == $0.fact.purchaseDate }.map(\.fact.purchaseDate).sorted()
+        var pieces: [Piece] = []
+        // Stretch i runs from boundaries[i - 1] (or the beginning) to boundaries[i] (or the end).
+        for index in 0...boundaries.count {
+            let from = index > 0 ? boundaries[index - 1] : nil
+            let until = index < boundaries.count ? boundaries[index] : nil
+            // Evaluate once every purchase of the stretch is visible.
+            let lastPurchase = plainPurchases.last { ($0 >= from ?? .distantPast) && $0 < (until ?? .distantFuture) }
+            guard let at = [from, lastPurchase].compactMap({ $0 }).max() else { continue }
+            let transactions = records.compactMap { Evaluation.transaction($0, ledger: ledger, catalog: catalog, at: at) }
+                .sorted(by: Evaluation.purchaseOrder)
+            let group = transactions.first?.group ?? ""
+            for period in Evaluation.stack(transactions, group: group).periods {
+                let start = max(period.start, from ?? period.start)
+                let end = min(period.end, until ?? period.end)
+                guard start < end else { continue }
+                pieces.append(Piece(start: start, end: end, productID: period.productID, type: .nonRenewing, group: group,
+                                    source: period.transactionID))
+            }
+        }
+        return pieces
+    }
+
+    /// Evaluates `activity` at each point (sorted); each answer holds until
+    /// the next point, the last until `until`.
+    private func evaluate(at points: [Date], until: Date?, _ activity: (Date) -> Piece?) -> [Piece] {
+        var pieces: [Piece] = []
+        for (index, point) in points.enumerated() {
+            guard var piece = activity(point) else { continue }
+            piece.end = index + 1 < points.count ? points[index + 1] : until
+            pieces.append(piece)
+        }
+        return pieces
+    }
+
+    // MARK: Dates
+
+    /// `from` and the dates strictly between `from` and `until`, sorted, once each.
+    static func points(from: Date, until: Date?, _ dates: [Date]) -> [Date] {
+        [from] + Set(dates.filter { $0 > from && $0 < (until ?? .distantFuture) }).sorted()
+    }
+
+    /// The dates of `sorted` strictly between `after` and `before`.
+    static func dates(_ sorted: [Date], after: Date, before: Date?) -> [Date] {
+        var low = 0, high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sorted[middle] <= after { low = middle + 1 } else { high = middle }
+        }
+        var result: [Date] = []
+        while low < sorted.count, sorted[low] < (before ?? .distantFuture) {
+            result.append(sorted[low])
+            low += 1
+        }
+        return result
+    }
+
+    /// The dates at which a transaction's own facts take effect (and, for an
+    /// auto-renewable, the ends they give).
+    static func transactionDates(_ record: SubscriberLedger.TransactionRecord, ledger: SubscriberLedger, includeEnds: Bool) -> [Date] {
+        let id = record.fact.transactionID
+        var dates = [record.visibleFrom, record.fact.purchaseDate]
+        if let refund = ledger.refunds[id] { dates.append(refund.date) }
+        if let reversal = ledger.refundReversals[id] { dates.append(reversal.date) }
+        if includeEnds {
+            if let expires = record.fact.expiresDate { dates.append(expires) }
+            for extended in ledger.extensions[id] ?? [] { dates += [extended.date, extended.value] }
+        }
+        return dates
+    }
+
+    /// The dates at which facts about an original transaction take effect:
+    /// transfers, and (with `includeStore`) the store's expiries and billing
+    /// issues with their grace ends.
+    static func originalDates(_ original: String, ledger: SubscriberLedger, includeStore: Bool = true) -> [Date] {
+        var dates = (ledger.ownership[original] ?? []).map(\.date)
+        guard includeStore else { return dates }
+        dates += (ledger.storeExpiries[original] ?? []).map(\.date)
+        for issue in ledger.billingIssues[original] ?? [] {
+            dates.append(issue.date)
+            if let grace = issue.value.gracePeriodExpiresDate { dates.append(grace) }
+        }
+        return dates
+    }
+
+    /// The start of the last stretch of continuous access among `pieces`.
+    static func lastRunStart(of pieces: [Piece]) -> Date? {
+        merged(pieces.sorted { $0.start < $1.start }).last?.start
+    }
+
+    // MARK: Intervals
+
+    /// Pieces (sorted by start) joined where they overlap or touch; each
+    /// joined stretch keeps the piece that lasts longest (then the latest).
+    static func merged(_ pieces: [Piece]) -> [Piece] {
+        var result: [Piece] = []
+        for piece in pieces {
+            guard var last = result.last, piece.start <= (last.end ?? .distantFuture) else {
+                result.append(piece)
+                continue
+            }
+            if (piece.end ?? .distantFuture) >= (last.end ?? .distantFuture) {
+                let start = last.start
+                last = piece
+                last.start = start
+            }
+            result[result.count - 1] = last
+        }
+        return result
+    }
+
+    func productIntervals() -> [SubscriberReadModel.ProductInterval] {
+        let byProduct = Dictionary(grouping: pieces, by: \.productID)
+        return byProduct.keys.sorted().flatMap { productID in
+            Self.merged(byProduct[productID]!.sorted { ($0.start, $0.source) < ($1.start, $1.source) }).map { piece in
+                SubscriberReadModel.ProductInterval(environment: environment, productID: productID, type: piece.type, group: piece.group,
+                                                    start: piece.start, end: piece.end, source: piece.source)
+            }
+        }
+    }
+
+    func entitlementIntervals() -> [SubscriberReadModel.EntitlementInterval] {
+        var byEntitlement: [String: [Piece]] = [:]
+        for piece in pieces {
+            for entitlement in catalog.product(id: piece.productID)?.entitlements ?? [] {
+                byEntitlement[entitlement, default: []].append(piece)
+            }
+        }
+        return byEntitlement.keys.sorted().flatMap { entitlement in
+            Self.merged(byEntitlement[entitlement]!.sorted { ($0.start, $0.source) < ($1.start, $1.source) }).map { piece in
+                SubscriberReadModel.EntitlementInterval(environment: environment, entitlement: entitlement, start: piece.start,
+                                                        end: piece.end, productID: piece.productID, source: piece.source)
+            }
+        }
+    }
+}

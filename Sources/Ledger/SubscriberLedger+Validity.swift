@@ -1,0 +1,43 @@
+import Foundation
+
+extension SubscriberLedger {
+    /// The first instant after `at` at which `state(at:catalog:)` may differ
+    /// from the state at `at` (other than in `at` itself); nil when nothing
+    /// is ever due to change. Until then a computed state can be served again
+    /// as it is: the state changes only when an instant passes a date of the
+    /// ledger (a fact taking effect, an end, a grace end, a transfer, a device
+    /// first seen) or a boundary of the periods stacked at `at`.
+    public func nextChange(after at: Date, catalog: Catalog) -> Date? {
+        var next: Date?
+        func consider(_ date: Date?) {
+            guard let date, date > at else { return }
+            if next == nil || date < next! { next = date }
+        }
+        for record in transactions.values {
+            consider(record.visibleFrom)
+            consider(record.fact.purchaseDate)
+            consider(record.fact.expiresDate)
+        }
+        for refund in refunds.values { consider(refund.date) }
+        for reversal in refundReversals.values { consider(reversal.date) }
+        for dated in extensions.values.joined() {
+            consider(dated.date)
+            consider(dated.value)
+        }
+        for dated in ownership.values.joined() { consider(dated.date) }
+        for dated in autoRenewChanges.values.joined() { consider(dated.date) }
+        for issue in billingIssues.values.joined() {
+            consider(issue.date)
+            consider(issue.value.gracePeriodExpiresDate)
+        }
+        for expiry in storeExpiries.values.joined() { consider(expiry.date) }
+        for device in devices.values { consider(device.date) }
+        for group in Evaluation(ledger: self, catalog: catalog, at: at, environment: nil).nonRenewingGroups {
+            for period in group.periods {
+                consider(period.start)
+                consider(period.end)
+            }
+        }
+        return next
+    }
+}

@@ -1,0 +1,69 @@
+import EventStore
+import Foundation
+import Ledger
+import Postgres
+
+/// The subscription read models (`subscriptions`, `non_renewing_periods`,
+/// `entitlements`, `product_activity`; see `sql/0007_read_models.sql`).
+///
+/// A batch costs a constant number of round trips whatever it holds: the
+/// ledgers of every subscriber it touches are loaded in one query (each a
+/// snapshot and the tail of its stream), their
+/// rows computed in memory by `SubscriberLedger.readModel` (a pure function
+/// of the ledger and the catalog), and written with one DELETE and one
+/// multi-row INSERT per table, pipelined. Because the rows depend only on the
+/// ledger, never on the order or grouping of batches, a rebuild equals the
+/// live projection, and replaying an event is harmless.
+public struct SubscriptionProjection: EventConsumer {
+    public static let consumerName = "subscriptions"
+
+    public var name: String { Self.consumerName }
+    let store: EventStore
+    let catalog: Catalog
+
+    public init(store: EventStore, catalog: Catalog) {
+        self.store = store
+        self.catalog = catalog
+    }
+
+    public func handle(_ events: [RecordedEvent], on connection: Connection) async throws {
+        var subscribers: [String] = []
+        var seen = Set<String>()
+        for event in events {
+            guard let subscriberID = ReminderProjection.subscriberID(ofStream: event.streamID),
+                  seen.insert(subscriberID).inserted else { continue }
+            subscribers.append(subscriberID)
+        }
+        guard !subscribers.isEmpty else { return }
+        let loaded = try await SubscriberSnapshots.load(subscribers, on: connection)
+        let models = subscribers.map { subscriberID in
+            (loaded[subscriberID]?.ledger ?? SubscriberLedger(subscriberID: subscriberID)).readModel(catalog: catalog)
+        }
+        // A ledger read with a long tail is stored again, in the same round trip.
+        let snapshots = SubscriberSnapshots.saveStatement(loaded.values.filter(\.isSnapshotDue))
+        try await ReadModelRows.replace(models, alongside: snapshots.map { [$0] } ?? [], on: connection)
+    }
+
+    public func reset(on connection: Connection) async throws {
+        try await ReadModelRows.deleteAll(on: connection)
+    }
+}
+
+/// The rows are a function of each subscriber's stream alone, so a rebuild
+/// reads the log stream by stream (`EventStore.rebuildStreamwise`).
+extension SubscriptionProjection: StreamwiseConsumer {
+    public var streamPrefix: String { SubscriberStreams.streamID(for: "") }
+
+    public func rows(for streams: [StreamEvents]) throws -> [SubscriberReadModel] {
+        try streams.compactMap { stream in
+            guard let subscriberID = ReminderProjection.subscriberID(ofStream: stream.streamID) else { return nil }
+            var ledger = SubscriberLedger(subscriberID: subscriberID)
+            for event in stream.events { ledger.apply(try SubscriberStreams.ledgerEvent(event)) }
+            return ledger.readModel(catalog: catalog)
+        }
+    }
+
+    public func insert(_ parts: [[SubscriberReadModel]], on connection: Connection) async throws {
+        try await ReadModelRows.insert(parts.flatMap { $0 }, on: connection)
+    }
+}

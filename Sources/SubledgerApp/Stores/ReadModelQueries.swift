@@ -1,0 +1,228 @@
+import Foundation
+import Ledger
+import Postgres
+
+/// Questions across subscribers, answered from the read models
+/// (`sql/0007_read_models.sql`) by SQL, never by folding streams.
+public struct ReadModelQueries: Sendable {
+    let pool: ConnectionPool
+
+    public init(pool: ConnectionPool) {
+        self.pool = pool
+    }
+
+    // MARK: Subscriptions
+
+    /// What `GET /v1/subscriptions` filters on; nil: any.
+    public struct SubscriptionFilter: Sendable {
+        public var environment: Environment = .production
+        public var entitlement: String?
+        public var group: String?
+        public var productID: String?
+        public var status: SubscriptionStatus?
+        /// `expiresAt` earlier than this.
+        public var expiresBefore: Date?
+        /// `expiresAt` at or after this.
+        public var expiresAfter: Date?
+        public var limit = 100
+        /// Where the previous page ended.
+        public var cursor: SubscriptionCursor?
+
+        public init() {}
+    }
+
+    /// A subscription as the state lists it, with its subscriber and what the
+    /// read model knows besides.
+    public struct ListedSubscription: Sendable, Encodable {
+        public var subscriberID: String
+        public var environment: Environment
+        public var group: String
+        public var productID: String
+        public var type: ProductType
+        public var status: SubscriptionStatus
+        @ExplicitNull public var expiresAt: Date?
+        public var autoRenew: Bool
+        public var originalTransactionID: String
+        public var latestTransactionID: String
+        @ExplicitNull public var startsAt: Date?
+        @ExplicitNull public var gracePeriodEndsAt: Date?
+        @ExplicitNull public var revokedAt: Date?
+        public var entitlements: [String]
+        var series: String
+
+        enum CodingKeys: String, CodingKey {
+            case subscriberID = "subscriberId", environment, group, productID = "productId", type, status, expiresAt, autoRenew
+            case originalTransactionID = "originalTransactionId", latestTransactionID = "latestTransactionId"
+            case startsAt, gracePeriodEndsAt, revokedAt, entitlements
+        }
+    }
+
+    /// One page of subscriptions in (subscriber, group, original transaction)
+    /// order, statuses as of `now`, and the cursor of the next page (nil:
+    /// none). Keyset pagination: a page starts after the key the cursor
+    /// names, so rows written or removed meanwhile never shift the others.
+    public func subscriptions(_ filter: SubscriptionFilter, now: Date) async throws -> (page: [ListedSubscription], next: SubscriptionCursor?) {
+        let cursor = filter.cursor
+        let rows = try await pool.query("""
+            SELECT s.subscriber_id, s."group", s.series, coalesce(c.product_id, s.product_id), s.type,
+                   subscription_status(\(now)::timestamptz, s.starts_at, s.expires_at, s.grace_ends_at, s.revoked_at),
+                   s.expires_at, s.auto_renew, coalesce(c.original_transaction_id, s.original_transaction_id),
+                   s.latest_transaction_id, s.starts_at, s.grace_ends_at, s.revoked_at, array_to_json(s.entitlements)::text
+            FROM subscriptions s
+            LEFT JOIN LATERAL (
+                SELECT p.product_id, p.original_transaction_id FROM non_renewing_periods p
+                WHERE s.type = 'non-renewing' AND p.environment = s.environment AND p.subscriber_id = s.subscriber_id
+                  AND p."group" = s."group" AND p.starts_at <= \(now)::timestamptz AND \(now)::timestamptz < p.ends_at
+                LIMIT 1) c ON true
+            WHERE s.environment = \(filter.environment.rawValue)
+              AND (\(filter.entitlement)::text IS NULL OR s.entitlements @> ARRAY[\(filter.entitlement)::text])
+              AND (\(filter.group)::text IS NULL OR s."group" = \(filter.group))
+              AND (\(filter.productID)::text IS NULL OR coalesce(c.product_id, s.product_id) = \(filter.productID))
+              AND (\(filter.status?.rawValue)::text IS NULL
+                   OR subscription_status(\(now)::timestamptz, s.starts_at, s.expires_at, s.grace_ends_at, s.revoked_at)
+                      = \(filter.status?.rawValue))
+              AND (\(filter.expiresBefore)::timestamptz IS NULL OR s.expires_at < \(filter.expiresBefore))
+              AND (\(filter.expiresAfter)::timestamptz IS NULL OR s.expires_at >= \(filter.expiresAfter))
+              AND (\(cursor?.subscriberID)::text IS NULL
+                   OR (s.subscriber_id, s."group", s.series) > (\(cursor?.subscriberID), \(cursor?.group), \(cursor?.series)))
+            ORDER BY s.subscriber_id, s."group", s.series
+            LIMIT \(filter.limit + 1)
+            """)
+        let page = try rows.prefix(filter.limit).map { row in
+            ListedSubscription(
+                subscriberID: try row.decode(String.self, at: 0), environment: filter.environment,
+                group: try row.decode(String.self, at: 1), productID: try row.decode(String.self, at: 3),
+                type: ProductType(rawValue: try row.decode(String.self, at: 4)) ?? .autoRenewable,
+                status: SubscriptionStatus(rawValue: try row.decode(String.self, at: 5)) ?? .expired,
+                expiresAt: try row.decode(Date?.self, at: 6), autoRenew: try row.decode(Bool.self, at: 7),
+                originalTransactionID: try row.decode(String.self, at: 8), latestTransactionID: try row.decode(String.self, at: 9),
+                startsAt: try row.decode(Date?.self, at: 10), gracePeriodEndsAt: try row.decode(Date?.self, at: 11),
+                revokedAt: try row.decode(Date?.self, at: 12),
+                entitlements: (try? JSONDecoder().decode([String].self, from: Data(try row.decode(String.self, at: 13).utf8))) ?? [],
+                series: try row.decode(String.self, at: 2))
+        }
+        let next = rows.count > filter.limit ? page.last.map { SubscriptionCursor(subscriberID: $0.subscriberID, group: $0.group, series: $0.series) } : nil
+        return (page, next)
+    }
+
+    // MARK: Stats
+
+    /// Active subscribers at an instant, counted per entitlement, product and type.
+    public struct Stats: Sendable, Encodable {
+        public struct EntitlementCount: Sendable, Encodable, Equatable {
+            public var id: String
+            public var active: Int
+        }
+
+        public struct ProductCount: Sendable, Encodable, Equatable {
+            public var productID: String
+            public var type: ProductType
+            public var active: Int
+
+            enum CodingKeys: String, CodingKey { case productID = "productId", type, active }
+        }
+
+        public struct TypeCount: Sendable, Encodable, Equatable {
+            public var type: ProductType
+            public var active: Int
+        }
+
+        public var at: Date
+        public var environment: Environment
+        /// Subscribers with at least one active product.
+        public var activeSubscribers: Int
+        public var entitlements: [EntitlementCount]
+        public var products: [ProductCount]
+        public var types: [TypeCount]
+    }
+
+    public func stats(at: Date, environment: Environment) async throws -> Stats {
+        let rows = try await pool.query("""
+            WITH e AS (SELECT entitlement, subscriber_id FROM entitlements
+                       WHERE environment = \(environment.rawValue) AND tstzrange(starts_at, ends_at) @> \(at)::timestamptz),
+                 p AS (SELECT product_id, type, subscriber_id FROM product_activity
+                       WHERE environment = \(environment.rawValue) AND tstzrange(starts_at, ends_at) @> \(at)::timestamptz)
+            SELECT 'entitlement', entitlement, '', count(DISTINCT subscriber_id) FROM e GROUP BY entitlement
+            UNION ALL
+            SELECT 'product', product_id, type, count(DISTINCT subscriber_id) FROM p GROUP BY product_id, type
+            UNION ALL
+            SELECT 'type', type, '', count(DISTINCT subscriber_id) FROM p GROUP BY type
+            UNION ALL
+            SELECT 'all', '', '', count(DISTINCT subscriber_id) FROM p
+            ORDER BY 1, 2, 3
+            """)
+        var stats = Stats(at: at, environment: environment, activeSubscribers: 0, entitlements: [], products: [], types: [])
+        for row in rows {
+            let name = try row.decode(String.self, at: 1)
+            let count = try row.decode(Int.self, at: 3)
+            switch try row.decode(String.self, at: 0) {
+            case "entitlement": stats.entitlements.append(.init(id: name, active: count))
+            case "product":
+                let type = ProductType(rawValue: try row.decode(String.self, at: 2)) ?? .autoRenewable
+                stats.products.append(.init(productID: name, type: type, active: count))
+            case "type": stats.types.append(.init(type: ProductType(rawValue: name) ?? .autoRenewable, active: count))
+            default: stats.activeSubscribers = count
+            }
+        }
+        return stats
+    }
+
+    /// The step of a time series.
+    public enum Interval: String, Sendable, CaseIterable {
+        case day, week
+
+        var sqlInterval: String { self == .day ? "1 day" : "7 days" }
+        public var seconds: TimeInterval { self == .day ? 86_400 : 7 * 86_400 }
+    }
+
+    /// One point of a series: how many subscribers were active at `at`.
+    public struct SeriesPoint: Sendable, Encodable, Equatable {
+        public var at: Date
+        public var active: Int
+    }
+
+    /// Subscribers with `entitlement` (nil: any entitlement) active at
+    /// `from`, `from + interval`, … up to `to`.
+    public func activeSeries(from: Date, to: Date, interval: Interval, entitlement: String?,
+                             environment: Environment) async throws -> [SeriesPoint] {
+        try await pool.query("""
+            SELECT g.at, count(DISTINCT e.subscriber_id)
+            FROM generate_series(\(from)::timestamptz, \(to)::timestamptz, \(interval.sqlInterval)::interval) AS g(at)
+            LEFT JOIN entitlements e
+                   ON e.environment = \(environment.rawValue)
+                  AND (\(entitlement)::text IS NULL OR e.entitlement = \(entitlement))
+                  AND tstzrange(e.starts_at, e.ends_at) @> g.at
+            GROUP BY g.at ORDER BY g.at
+            """).map { SeriesPoint(at: try $0.decode(Date.self, at: 0), active: try $0.decode(Int.self, at: 1)) }
+    }
+}
+
+/// Where a page of `GET /v1/subscriptions` ended: the key of its last row,
+/// sent to clients as an opaque token (base64url of JSON).
+public struct SubscriptionCursor: Sendable, Equatable {
+    public var subscriberID: String
+    public var group: String
+    public var series: String
+
+    public var token: String {
+        let data = (try? JSONEncoder().encode([subscriberID, group, series])) ?? Data()
+        return data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    public init(subscriberID: String, group: String, series: String) {
+        self.subscriberID = subscriberID
+        self.group = group
+        self.series = series
+    }
+
+    /// nil when `token` is not one this server gave.
+    public init?(token: String) {
+        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard token.utf8.count <= 2000, let data = Data(base64Encoded: base64),
+              let parts = try? JSONDecoder().decode([String].self, from: data), parts.count == 3,
+              !parts.contains(where: { $0.contains("\u{0}") }) else { return nil }
+        self.init(subscriberID: parts[0], group: parts[1], series: parts[2])
+    }
+}

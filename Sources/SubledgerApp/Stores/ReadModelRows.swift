@@ -1,0 +1,178 @@
+import EventStore
+import Foundation
+import Ledger
+import Postgres
+
+/// The projection's side of the read models (`sql/0007_read_models.sql`):
+/// replacing the rows of many subscribers at once.
+enum ReadModelRows {
+    static let tables = ["subscriptions", "non_renewing_periods", "entitlements", "product_activity"]
+
+    /// Replaces every row of the subscribers of `models` with theirs: one
+    /// DELETE and one multi-row INSERT per table, sent together (libpq
+    /// pipeline mode), so a batch costs one round trip however many
+    /// subscribers it touches. `alongside` joins the same pipeline. Runs in
+    /// the caller's transaction.
+    static func replace(_ models: [SubscriberReadModel], alongside: [PostgresQuery] = [], on connection: Connection) async throws {
+        guard !models.isEmpty else { return }
+        _ = try await connection.pipeline(deletions(models) + (try insertions(models)) + alongside)
+    }
+
+    /// Adds the rows of `models` (a rebuild, into emptied tables): one
+    /// multi-row INSERT per table, in one round trip.
+    static func insert(_ models: [SubscriberReadModel], on connection: Connection) async throws {
+        let statements = try insertions(models)
+        if !statements.isEmpty { _ = try await connection.pipeline(statements) }
+    }
+
+    private static func deletions(_ models: [SubscriberReadModel]) -> [PostgresQuery] {
+        let subscribers = JSONArgument.strings(models.map(\.subscriberID))
+        let environments = JSONArgument.strings(Environment.allCases.map(\.rawValue))
+        return tables.map { table -> PostgresQuery in
+            """
+            DELETE FROM \(unsafeRaw: table)
+            WHERE environment IN (SELECT jsonb_array_elements_text(\(environments)::jsonb))
+              AND subscriber_id IN (SELECT jsonb_array_elements_text(\(subscribers)::jsonb))
+            """
+        }
+    }
+
+    private static func insertions(_ models: [SubscriberReadModel]) throws -> [PostgresQuery] {
+        let encoder = LedgerJSON.makeEncoder()
+        var statements: [PostgresQuery] = []
+        let subscriptions = models.flatMap { model in model.subscriptions.map { SubscriptionRow(model.subscriberID, $0) } }
+        if !subscriptions.isEmpty {
+            statements.append("""
+                INSERT INTO subscriptions (environment, subscriber_id, "group", series, product_id, type, original_transaction_id,
+                                           latest_transaction_id, starts_at, expires_at, grace_ends_at, revoked_at, auto_renew,
+                                           entitlements)
+                SELECT x.environment, x.subscriber_id, x."group", x.series, x.product_id, x.type, x.original_transaction_id,
+                       x.latest_transaction_id, x.starts_at, x.expires_at, x.grace_ends_at, x.revoked_at, x.auto_renew,
+                       ARRAY(SELECT jsonb_array_elements_text(x.entitlements))
+                FROM jsonb_to_recordset(\(PostgresJSON(data: try encoder.encode(subscriptions)))::jsonb) AS x(
+                    environment text, subscriber_id text, "group" text, series text, product_id text, type text,
+                    original_transaction_id text, latest_transaction_id text, starts_at timestamptz, expires_at timestamptz,
+                    grace_ends_at timestamptz, revoked_at timestamptz, auto_renew boolean, entitlements jsonb)
+                """)
+        }
+        let periods = models.flatMap { model in model.periods.map { PeriodRow(model.subscriberID, $0) } }
+        if !periods.isEmpty {
+            statements.append("""
+                INSERT INTO non_renewing_periods (environment, subscriber_id, transaction_id, "group", product_id,
+                                                  original_transaction_id, starts_at, ends_at)
+                SELECT x.environment, x.subscriber_id, x.transaction_id, x."group", x.product_id, x.original_transaction_id,
+                       x.starts_at, x.ends_at
+                FROM jsonb_to_recordset(\(PostgresJSON(data: try encoder.encode(periods)))::jsonb) AS x(
+                    environment text, subscriber_id text, transaction_id text, "group" text, product_id text,
+                    original_transaction_id text, starts_at timestamptz, ends_at timestamptz)
+                """)
+        }
+        let entitlements = models.flatMap { model in model.entitlements.map { EntitlementRow(model.subscriberID, $0) } }
+        if !entitlements.isEmpty {
+            statements.append("""
+                INSERT INTO entitlements (environment, subscriber_id, entitlement, starts_at, ends_at, product_id, source_transaction_id)
+                SELECT x.environment, x.subscriber_id, x.entitlement, x.starts_at, x.ends_at, x.product_id, x.source_transaction_id
+                FROM jsonb_to_recordset(\(PostgresJSON(data: try encoder.encode(entitlements)))::jsonb) AS x(
+                    environment text, subscriber_id text, entitlement text, starts_at timestamptz, ends_at timestamptz,
+                    product_id text, source_transaction_id text)
+                """)
+        }
+        let products = models.flatMap { model in model.products.map { ProductRow(model.subscriberID, $0) } }
+        if !products.isEmpty {
+            statements.append("""
+                INSERT INTO product_activity (environment, subscriber_id, product_id, starts_at, ends_at, type, "group",
+                                              source_transaction_id)
+                SELECT x.environment, x.subscriber_id, x.product_id, x.starts_at, x.ends_at, x.type, x."group",
+                       x.source_transaction_id
+                FROM jsonb_to_recordset(\(PostgresJSON(data: try encoder.encode(products)))::jsonb) AS x(
+                    environment text, subscriber_id text, product_id text, starts_at timestamptz, ends_at timestamptz,
+                    type text, "group" text, source_transaction_id text)
+                """)
+        }
+        return statements
+    }
+
+    /// Empties every read-model table (a rebuild's first step, in its
+    /// transaction: readers keep the old rows until it commits).
+    static func deleteAll(on connection: Connection) async throws {
+        _ = try await connection.pipeline(tables.map { table -> PostgresQuery in "DELETE FROM \(unsafeRaw: table)" })
+    }
+
+    // The rows as `jsonb_to_recordset` reads them (keys are the columns).
+
+    struct SubscriptionRow: Encodable {
+        var environment, subscriber_id, group, series, product_id, type, original_transaction_id, latest_transaction_id: String
+        @ExplicitNull var starts_at: Date?
+        @ExplicitNull var expires_at: Date?
+        @ExplicitNull var grace_ends_at: Date?
+        @ExplicitNull var revoked_at: Date?
+        var auto_renew: Bool
+        var entitlements: [String]
+
+        init(_ subscriberID: String, _ row: SubscriberReadModel.Subscription) {
+            environment = row.environment.rawValue
+            subscriber_id = subscriberID
+            group = row.group
+            series = row.series
+            product_id = row.productID
+            type = row.type.rawValue
+            original_transaction_id = row.originalTransactionID
+            latest_transaction_id = row.latestTransactionID
+            starts_at = row.startsAt
+            expires_at = row.expiresAt
+            grace_ends_at = row.graceEndsAt
+            revoked_at = row.revokedAt
+            auto_renew = row.autoRenew
+            entitlements = row.entitlements
+        }
+    }
+
+    struct PeriodRow: Encodable {
+        var environment, subscriber_id, transaction_id, group, product_id, original_transaction_id: String
+        var starts_at, ends_at: Date
+
+        init(_ subscriberID: String, _ row: SubscriberReadModel.Period) {
+            environment = row.environment.rawValue
+            subscriber_id = subscriberID
+            transaction_id = row.transactionID
+            group = row.group
+            product_id = row.productID
+            original_transaction_id = row.originalTransactionID
+            starts_at = row.start
+            ends_at = row.end
+        }
+    }
+
+    struct EntitlementRow: Encodable {
+        var environment, subscriber_id, entitlement, product_id, source_transaction_id: String
+        var starts_at: Date
+        @ExplicitNull var ends_at: Date?
+
+        init(_ subscriberID: String, _ row: SubscriberReadModel.EntitlementInterval) {
+            environment = row.environment.rawValue
+            subscriber_id = subscriberID
+            entitlement = row.entitlement
+            product_id = row.productID
+            source_transaction_id = row.source
+            starts_at = row.start
+            ends_at = row.end
+        }
+    }
+
+    struct ProductRow: Encodable {
+        var environment, subscriber_id, product_id, type, group, source_transaction_id: String
+        var starts_at: Date
+        @ExplicitNull var ends_at: Date?
+
+        init(_ subscriberID: String, _ row: SubscriberReadModel.ProductInterval) {
+            environment = row.environment.rawValue
+            subscriber_id = subscriberID
+            product_id = row.productID
+            type = row.type.rawValue
+            group = row.group
+            source_transaction_id = row.source
+            starts_at = row.start
+            ends_at = row.end
+        }
+    }
+}

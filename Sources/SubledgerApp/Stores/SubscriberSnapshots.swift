@@ -1,0 +1,135 @@
+import EventStore
+import Foundation
+import Ledger
+import Postgres
+
+/// A subscriber's ledger as loaded: a snapshot and the events after it.
+struct LoadedLedger: Sendable {
+    var ledger: SubscriberLedger
+    /// The stream version folded into it (0: the subscriber has no events).
+    var version: Int64
+    /// The version of the stored snapshot it started from (0: none).
+    var snapshotVersion: Int64
+
+    var subscriberID: String { ledger.subscriberID }
+    var exists: Bool { version > 0 }
+    /// Whether enough events followed the stored snapshot to store a new one.
+    var isSnapshotDue: Bool { version - snapshotVersion >= SubscriberSnapshots.interval }
+
+    static func empty(_ subscriberID: String) -> LoadedLedger {
+        LoadedLedger(ledger: SubscriberLedger(subscriberID: subscriberID), version: 0, snapshotVersion: 0)
+    }
+}
+
+/// Subscribers' ledgers from their snapshots (`sql/0008_snapshots.sql`) and
+/// the tails of their streams.
+enum SubscriberSnapshots {
+    /// Events after a snapshot before a new one is stored: the cost of
+    /// encoding and writing one is spread over this many events, and a read
+    /// never applies more than this many.
+    static let interval: Int64 = 64
+
+    /// The ledgers of `subscriberIDs`, in one statement: each stored snapshot
+    /// (sent once) with the events after it, read in one MVCC snapshot so the
+    /// tail starts exactly where the stored ledger ends. A snapshot that
+    /// cannot be read is ignored and the whole stream is read instead.
+    static func load(_ subscriberIDs: [String], on connection: Connection) async throws -> [String: LoadedLedger] {
+        guard !subscriberIDs.isEmpty else { return [:] }
+        let rows = try await connection.query("""
+            WITH wanted AS (SELECT DISTINCT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb) AS subscriber_id),
+                 snapshot AS (
+                     SELECT s.subscriber_id, s.stream_version, s.ledger FROM subscriber_snapshots s
+                     WHERE s.subscriber_id IN (SELECT subscriber_id FROM wanted) AND s.format = \(SubscriberLedger.snapshotFormat))
+            SELECT w.subscriber_id, coalesce(sn.stream_version, 0),
+                   CASE WHEN row_number() OVER (PARTITION BY w.subscriber_id ORDER BY e.stream_version) = 1 THEN sn.ledger END,
+                   e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
+            FROM wanted w
+            LEFT JOIN snapshot sn ON sn.subscriber_id = w.subscriber_id
+            LEFT JOIN events e ON e.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
+                               AND e.stream_version > coalesce(sn.stream_version, 0)
+            ORDER BY w.subscriber_id, e.stream_version
+            """)
+        var loaded = [String: LoadedLedger]()
+        var unreadable = [String]()
+        for row in rows {
+            let subscriberID = try row.decode(String.self, at: 0)
+            if loaded[subscriberID] == nil {
+                let snapshotVersion = try row.decode(Int64.self, at: 1)
+                var start = LoadedLedger.empty(subscriberID)
+                if snapshotVersion > 0 {
+                    guard let data = try row.decode(Data?.self, at: 2), let ledger = try? SubscriberLedger(snapshot: data),
+                          ledger.subscriberID == subscriberID else {
+                        unreadable.append(subscriberID)
+                        continue
+                    }
+                    start = LoadedLedger(ledger: ledger, version: snapshotVersion, snapshotVersion: snapshotVersion)
+                }
+                loaded[subscriberID] = start
+            }
+            guard let version = try row.decode(Int64?.self, at: 4), loaded[subscriberID] != nil else { continue }
+            let event = try LedgerEvent.decode(type: try row.decode(String.self, at: 5), schemaVersion: try row.decode(Int.self, at: 6),
+                                               data: Data(try row.decode(String.self, at: 7).utf8))
+            loaded[subscriberID]!.ledger.apply(RecordedLedgerEvent(position: try row.decode(Int64.self, at: 3),
+                                                                   recordedAt: try row.decode(Date.self, at: 8), event: event))
+            loaded[subscriberID]!.version = version
+        }
+        for subscriberID in Set(unreadable) {
+            loaded[subscriberID] = try await loadWithoutSnapshot(subscriberID, on: connection)
+        }
+        return loaded
+    }
+
+    /// One subscriber's ledger (an empty one when it has no events).
+    static func load(_ subscriberID: String, on connection: Connection) async throws -> LoadedLedger {
+        try await load([subscriberID], on: connection)[subscriberID] ?? .empty(subscriberID)
+    }
+
+    private static func loadWithoutSnapshot(_ subscriberID: String, on connection: Connection) async throws -> LoadedLedger {
+        let stored = try await connection.query("""
+            SELECT position, stream_version, type, schema_version, data::text, recorded_at FROM events
+            WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID)) ORDER BY stream_version
+            """)
+        var loaded = LoadedLedger.empty(subscriberID)
+        for row in stored {
+            let event = try LedgerEvent.decode(type: try row.decode(String.self, at: 2), schemaVersion: try row.decode(Int.self, at: 3),
+                                               data: Data(try row.decode(String.self, at: 4).utf8))
+            loaded.ledger.apply(RecordedLedgerEvent(position: try row.decode(Int64.self, at: 0),
+                                                    recordedAt: try row.decode(Date.self, at: 5), event: event))
+            loaded.version = try row.decode(Int64.self, at: 1)
+        }
+        return loaded
+    }
+
+    /// The statement storing `ledgers` as snapshots (one multi-row upsert); a
+    /// stored snapshot is never replaced by an earlier one (one of the same
+    /// version is: it was unreadable). nil when there is none.
+    static func saveStatement(_ ledgers: [LoadedLedger]) -> PostgresQuery? {
+        struct Row: Encodable {
+            var subscriber_id: String
+            var stream_version: Int64
+            var ledger: String
+        }
+        let rows = ledgers.filter(\.exists).map {
+            Row(subscriber_id: $0.subscriberID, stream_version: $0.version, ledger: $0.ledger.snapshotData().base64EncodedString())
+        }
+        guard !rows.isEmpty, let document = try? JSONEncoder().encode(rows) else { return nil }
+        return """
+            INSERT INTO subscriber_snapshots AS s (subscriber_id, stream_version, format, ledger)
+            SELECT x.subscriber_id, x.stream_version, \(SubscriberLedger.snapshotFormat), decode(x.ledger, 'base64')
+            FROM jsonb_to_recordset(\(PostgresJSON(data: document))::jsonb) AS x(subscriber_id text, stream_version bigint, ledger text)
+            ON CONFLICT (subscriber_id) DO UPDATE
+            SET stream_version = EXCLUDED.stream_version, format = EXCLUDED.format, ledger = EXCLUDED.ledger, updated_at = now()
+            WHERE s.stream_version <= EXCLUDED.stream_version OR s.format <> EXCLUDED.format
+            """
+    }
+
+    static func save(_ ledgers: [LoadedLedger], on connection: Connection) async throws {
+        if let statement = saveStatement(ledgers) { try await connection.query(statement) }
+    }
+
+    /// The ledgers of many subscribers, in one query; a subscriber without
+    /// events is absent.
+    static func ledgers(of subscriberIDs: [String], on connection: Connection) async throws -> [String: SubscriberLedger] {
+        try await load(subscriberIDs, on: connection).compactMapValues { $0.exists ? $0.ledger : nil }
+    }
+}

@@ -1,0 +1,191 @@
+import EventStore
+import Foundation
+import Ledger
+import Logging
+import Postgres
+import SubledgerApp
+
+/// The projection and read-path measurements of `subledger bench`: the
+/// subscriptions projection's rebuild beside PostgreSQL's own set-based
+/// upsert of the same events, and reads and writes of a subscriber with one
+/// event beside one with 10,000 renewals.
+struct ProjectionBench {
+    let pool: ConnectionPool
+    let store: EventStore
+    let events: Int
+    let samples: Int
+    let writer: LedgerWriter
+    let reader: SubscriberReader
+    let catalog: Catalog
+
+    static let catalogJSON = """
+        { "version": 1, "products": [
+            {"id": "com.example.pro.monthly", "type": "auto-renewable", "group": "pro", "entitlements": ["pro"], "reminders": ["P3D"]},
+            {"id": "com.example.pass.30d", "type": "non-renewing", "duration": "P30D", "group": "pass", "entitlements": ["pro"]},
+            {"id": "com.example.level2", "type": "non-consumable", "entitlements": ["level2"]}
+        ] }
+        """
+    static let monthly = "com.example.pro.monthly"
+
+    init(pool: ConnectionPool, events: Int, samples: Int) throws {
+        self.pool = pool
+        self.events = events
+        self.samples = samples
+        store = EventStore(pool: pool)
+        catalog = try Catalog.decode(from: Data(Self.catalogJSON.utf8))
+        writer = LedgerWriter(pool: pool, store: store, catalog: catalog, restorePolicy: .transfer,
+                              logger: Logger(label: "subledger.bench"))
+        reader = SubscriberReader(store: store, catalog: catalog)
+    }
+
+    struct Results {
+        var rebuild: Double = 0
+        var rebuiltEvents = 0
+        var ceiling: Double = 0
+        var peakResidentMB: Double = 0
+        var reads: [Latency] = []
+        var writes: [Latency] = []
+    }
+
+    struct Latency {
+        var name: String
+        var p50: Double
+        var p99: Double
+
+        init(_ name: String, _ percentiles: (p50: Double, p99: Double)) {
+            self.name = name
+            (p50, p99) = percentiles
+        }
+    }
+
+    func run() async throws -> Results {
+        var results = Results()
+        try await load()
+        let projection = SubscriptionProjection(store: store, catalog: catalog)
+        let rebuildProgress = TerminalProgress(label: "rebuild subscriptions (stream by stream)")
+        let rebuildStarted = ContinuousClock.now
+        let total = events
+        results.rebuiltEvents = try await store.rebuildStreamwise(projection) { done in
+            rebuildProgress.update(Rebuild.progressLine(done: done, total: total, elapsed: (ContinuousClock.now - rebuildStarted).inSeconds))
+        }
+        results.rebuild = Double(results.rebuiltEvents) / (ContinuousClock.now - rebuildStarted).inSeconds
+        rebuildProgress.finish(String(format: "%.0f events/s", results.rebuild))
+        results.peakResidentMB = Self.peakResidentMegabytes()
+
+        // PostgreSQL's ceiling: the same events folded set-based, one statement.
+        try await pool.query("""
+            CREATE TABLE bench_upsert (stream_id text PRIMARY KEY, events bigint NOT NULL, last_position bigint NOT NULL,
+                                       last_recorded_at timestamptz NOT NULL)
+            """)
+        let started = ContinuousClock.now
+        try await pool.query("""
+            INSERT INTO bench_upsert (stream_id, events, last_position, last_recorded_at)
+            SELECT stream_id, count(*), max(position), max(recorded_at) FROM events
+            WHERE starts_with(stream_id, 'subscriber-') GROUP BY stream_id
+            ON CONFLICT (stream_id) DO UPDATE
+            SET events = EXCLUDED.events, last_position = EXCLUDED.last_position, last_recorded_at = EXCLUDED.last_recorded_at
+            """)
+        results.ceiling = Double(results.rebuiltEvents) / (ContinuousClock.now - started).inSeconds
+
+        try await loadLongHistory()
+        let fresh = (0...samples).map { "bench-one-\($0)" }
+        results.reads.append(Latency("GET state, 1 event", try await percentiles { _ in _ = try await reader.state(of: "bench-one-0") }))
+        results.reads.append(Latency("GET state, 10,000 renewals", try await percentiles { _ in _ = try await reader.state(of: "bench-long") }))
+        results.reads.append(Latency("GET state, 10,000 renewals, whole stream (no snapshot)", try await percentiles(max(5, samples / 20)) { _ in
+            let stored = try await store.readStream(SubscriberStreams.streamID(for: "bench-long"))
+            _ = SubscriberLedger(subscriberID: "bench-long", events: try stored.map(SubscriberStreams.ledgerEvent))
+                .state(at: Date(), catalog: catalog)
+        }))
+        let base = Date() - 86_400
+        results.writes.append(Latency("write a renewal, 1 event", try await percentiles { index in
+            _ = try await writer.record(renewal("one-r\(index)", of: "one-\(index)", at: base + 60, expires: base + 86_400 * 31),
+                                        subscriberID: fresh[index])
+        }))
+        results.writes.append(Latency("write a renewal, 10,000 renewals", try await percentiles { index in
+            _ = try await writer.record(renewal("long-w\(index)", of: "long-0", at: base + Double(index), expires: base + 86_400 * 60),
+                                        subscriberID: "bench-long")
+        }))
+        return results
+    }
+
+    /// `events` facts over subscribers of about ten each (a monthly
+    /// subscription renewed, a pass, sometimes a refund), written in batches.
+    func load() async throws {
+        let progress = TerminalProgress(label: "writing \(events) events for the rebuild")
+        let start = Date() - 400 * 86_400
+        var commands: [WriteCommand] = []
+        var written = 0
+        var subscriber = 0
+        while written < events {
+            let id = "s\(subscriber)"
+            let offset = Double(subscriber % 1000) * 3600
+            commands.append(.fact(purchase("\(id)-0", at: start + offset, expires: start + offset + 30 * 86_400), subscriberID: id))
+            for month in 1..<8 {
+                let at = start + offset + Double(month) * 30 * 86_400
+                commands.append(.fact(renewal("\(id)-\(month)", of: "\(id)-0", at: at, expires: at + 30 * 86_400), subscriberID: id))
+            }
+            commands.append(.fact(.purchase(.init(transactionID: "\(id)-p", productID: "com.example.pass.30d", purchaseDate: start + offset)),
+                                  subscriberID: id))
+            if subscriber % 7 == 0 {
+                commands.append(.fact(.refund(.init(transactionID: "\(id)-p", revocationDate: start + offset + 86_400)), subscriberID: id))
+            }
+            subscriber += 1
+            if commands.count >= 500 || written + commands.count >= events {
+                written += commands.count
+                _ = try await writer.write(WriteBatch(commands, refusals: .skip))
+                commands.removeAll(keepingCapacity: true)
+                progress.update("\(written)/\(events)")
+            }
+        }
+        progress.finish("\(written) events for \(subscriber) subscribers")
+    }
+
+    /// A subscriber with one event per sample (for the write measurement),
+    /// one with one event, and one with 10,000 renewals.
+    func loadLongHistory() async throws {
+        let progress = TerminalProgress(label: "writing 10,000 renewals")
+        let start = Date() - 20_000 * 3600
+        let ones = (0...samples).map { index in
+            WriteCommand.fact(purchase("one-\(index)", at: start, expires: start + 3600), subscriberID: "bench-one-\(index)")
+        }
+        _ = try await writer.write(WriteBatch(ones))
+        _ = try await writer.record(purchase("long-0", at: start, expires: start + 3600), subscriberID: "bench-long")
+        for chunk in stride(from: 1, to: 10_000, by: 500) {
+            let commands = (chunk..<min(chunk + 500, 10_000)).map { index in
+                let at = start + Double(index) * 3600
+                return WriteCommand.fact(renewal("long-\(index)", of: "long-0", at: at, expires: at + 3600), subscriberID: "bench-long")
+            }
+            _ = try await writer.write(WriteBatch(commands))
+            progress.update("\(chunk + commands.count)/10000")
+        }
+        progress.finish("done")
+    }
+
+    func purchase(_ id: String, at: Date, expires: Date) -> FactRequest {
+        .purchase(.init(transactionID: id, productID: Self.monthly, purchaseDate: at, expiresDate: expires))
+    }
+
+    func renewal(_ id: String, of original: String, at: Date, expires: Date) -> FactRequest {
+        .renewal(.init(transactionID: id, originalTransactionID: original, productID: Self.monthly, purchaseDate: at, expiresDate: expires))
+    }
+
+    /// p50 and p99 of `operation` over `count` runs (after two warm-ups), in milliseconds.
+    func percentiles(_ count: Int? = nil, _ operation: (Int) async throws -> Void) async throws -> (p50: Double, p99: Double) {
+        let count = count ?? samples
+        try await operation(count)  // warm-up
+        var durations: [Double] = []
+        for index in 0..<count {
+            let started = ContinuousClock.now
+            try await operation(index)
+            durations.append((ContinuousClock.now - started).inSeconds * 1000)
+        }
+        durations.sort()
+        return (durations[durations.count / 2], durations[min(durations.count - 1, Int(Double(durations.count) * 0.99))])
+    }
+
+    static func peakResidentMegabytes() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_maxrss) / 1024
+    }
+}
