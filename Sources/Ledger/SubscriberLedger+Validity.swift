@@ -32,10 +32,13 @@ extension SubscriberLedger {
         }
         for expiry in storeExpiries.values.joined() { consider(expiry.date) }
         for device in devices.values { consider(device.date) }
-        for group in Evaluation(ledger: self, catalog: catalog, at: at, environment: nil).nonRenewingGroups {
-            for period in group.periods {
-                consider(period.start)
-                consider(period.end)
+        // Periods stack per store environment.
+        for environment in Environment.allCases {
+            for group in Evaluation(ledger: self, catalog: catalog, at: at, environment: environment).nonRenewingGroups {
+                for period in group.periods {
+                    consider(period.start)
+                    consider(period.end)
+                }
             }
         }
         return next

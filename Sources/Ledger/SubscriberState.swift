@@ -164,11 +164,4 @@ extension SubscriberLedger {
         SubscriberState(subscriberID: subscriberID, evaluation: Evaluation(ledger: self, catalog: catalog, at: at, environment: environment),
                         ledger: self)
     }
-
-    /// The state at `at` counting only the facts of one store environment
-    /// (what the read models hold per environment).
-    public func state(at: Date, catalog: Catalog, environment: Environment) -> SubscriberState {
-        SubscriberState(subscriberID: subscriberID,
-                        evaluation: Evaluation(ledger: self, catalog: catalog, at: at, environment: environment), ledger: self)
-    }
 }

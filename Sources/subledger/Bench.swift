@@ -73,7 +73,7 @@ struct Bench: AsyncParsableCommand {
         #if DEBUG
         print("subledger bench: a debug build; figures from a release build (swift build -c release) are the ones to compare")
         #endif
-        if measure.contains("appends") { try await measureAppends(pool: pool) }
+        if measure.contains("appends") { try await measureAppends(pool: pool, conninfo: conninfo, logger: logger) }
         if measure.contains("projections") { try await measureProjections(pool: pool) }
     }
 
@@ -97,7 +97,7 @@ struct Bench: AsyncParsableCommand {
         }
     }
 
-    func measureAppends(pool: ConnectionPool) async throws {
+    func measureAppends(pool: ConnectionPool, conninfo: String, logger: Logger) async throws {
         let store = EventStore(pool: pool)
         try await pool.query("CREATE TABLE bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, data jsonb NOT NULL)")
         let payload = #"{"productId":"com.example.pass.30d","transactionId":"1000000001","purchaseDate":"2026-11-22T05:00:00Z"}"#
@@ -137,7 +137,6 @@ struct Bench: AsyncParsableCommand {
             try await pool.query("SELECT data FROM bench_baseline WHERE id = \(Int64(1 + (writer * 7919 + count) % 1000))")
             return 1
         }
-        await pool.close()
         let http = try await measureHTTP(conninfo: conninfo, duration: duration, logger: logger)
 
         print("")
