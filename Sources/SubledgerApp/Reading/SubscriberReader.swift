@@ -67,12 +67,9 @@ public struct SubscriberReader: Sendable {
                 return cached
             }
             let loaded = try await ledger(of: subscriberID, on: connection)
-            let state = loaded.ledger.state(at: at ?? now, catalog: catalog)
-            if at == nil {
-                try await SubscriberStateCache.save(state, version: loaded.version,
-                                                    validUntil: loaded.ledger.nextChange(after: now, catalog: catalog),
-                                                    catalog: catalog, on: connection)
-            }
+            if let at { return loaded.ledger.state(at: at, catalog: catalog) }
+            let (state, nextChange) = loaded.ledger.stateAndNextChange(at: now, catalog: catalog)
+            try await SubscriberStateCache.save(state, version: loaded.version, validUntil: nextChange, catalog: catalog, on: connection)
             return state
         }
         state.reminders = try await reminders.reminders(of: subscriberID).map(\.stateReminder)
