@@ -126,8 +126,8 @@ struct ActivityTimeline {
             // Evaluate once every purchase of the stretch is visible.
             let lastPurchase = plainPurchases.last { ($0 >= from ?? .distantPast) && $0 < (until ?? .distantFuture) }
             guard let at = [from, lastPurchase].compactMap({ $0 }).max() else { continue }
-            let transactions = records.compactMap { Evaluation.transaction($0, ledger: ledger, catalog: catalog, at: at) }
-                .sorted(by: Evaluation.purchaseOrder)
+            let transactions = Evaluation.sortedInPurchaseOrder(
+                records.compactMap { Evaluation.transaction($0, ledger: ledger, catalog: catalog, at: at) })
             let group = transactions.first?.group ?? ""
             for period in Evaluation.stack(transactions, group: group).periods {
                 let start = max(period.start, from ?? period.start)

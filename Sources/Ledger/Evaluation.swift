@@ -73,12 +73,13 @@ struct Evaluation {
     init(ledger: SubscriberLedger, catalog: Catalog, at: Date, environment: Environment? = .production) {
         self.at = at
         self.environment = environment ?? .production
+        transactions.reserveCapacity(ledger.transactions.count)
         for record in ledger.transactions.values where environment == nil || record.fact.environment == environment {
             if let transaction = Self.transaction(record, ledger: ledger, catalog: catalog, at: at) {
                 transactions.append(transaction)
             }
         }
-        transactions.sort(by: Self.purchaseOrder)
+        transactions = Self.sortedInPurchaseOrder(transactions)
         evaluateAutoRenewables(ledger: ledger)
         evaluateNonRenewing()
         evaluateGrants(catalog: catalog)
@@ -88,6 +89,14 @@ struct Evaluation {
     /// the last of a chain is its latest transaction.
     static func purchaseOrder(_ left: Transaction, _ right: Transaction) -> Bool {
         (left.fact.purchaseDate, left.position, left.fact.transactionID) < (right.fact.purchaseDate, right.position, right.fact.transactionID)
+    }
+
+    /// `transactions` in `purchaseOrder`. Sorts indices and moves each
+    /// transaction once: a transaction is a large value, and sorting them in
+    /// place dominated evaluating a long history.
+    static func sortedInPurchaseOrder(_ transactions: [Transaction]) -> [Transaction] {
+        let order = transactions.indices.sorted { purchaseOrder(transactions[$0], transactions[$1]) }
+        return order.map { transactions[$0] }
     }
 
     /// A recorded transaction as the rules see it at `at`: nil when it is not

@@ -8,6 +8,18 @@ extension SubscriberLedger {
     /// ledger (a fact taking effect, an end, a grace end, a transfer, a device
     /// first seen) or a boundary of the periods stacked at `at`.
     public func nextChange(after at: Date, catalog: Catalog) -> Date? {
+        nextChange(after: at, evaluation: Evaluation(ledger: self, catalog: catalog, at: at))
+    }
+
+    /// The state at `at` and how long it holds (`nextChange(after:catalog:)`),
+    /// from one evaluation of the ledger.
+    public func stateAndNextChange(at: Date, catalog: Catalog) -> (state: SubscriberState, nextChange: Date?) {
+        let evaluation = Evaluation(ledger: self, catalog: catalog, at: at)
+        return (SubscriberState(subscriberID: subscriberID, evaluation: evaluation, ledger: self),
+                nextChange(after: at, evaluation: evaluation))
+    }
+
+    private func nextChange(after at: Date, evaluation: Evaluation) -> Date? {
         var next: Date?
         func consider(_ date: Date?) {
             guard let date, date > at else { return }
@@ -32,13 +44,10 @@ extension SubscriberLedger {
         }
         for expiry in storeExpiries.values.joined() { consider(expiry.date) }
         for device in devices.values { consider(device.date) }
-        // Periods stack per store environment.
-        for environment in Environment.allCases {
-            for group in Evaluation(ledger: self, catalog: catalog, at: at, environment: environment).nonRenewingGroups {
-                for period in group.periods {
-                    consider(period.start)
-                    consider(period.end)
-                }
+        for group in evaluation.nonRenewingGroups {
+            for period in group.periods {
+                consider(period.start)
+                consider(period.end)
             }
         }
         return next

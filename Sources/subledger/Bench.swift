@@ -89,6 +89,8 @@ struct Bench: AsyncParsableCommand {
               + padded(String(format: "%.0f", results.rebuild), 12, left: true)
               + padded(String(format: "%.3f", results.rebuild / results.ceiling), 12, left: true))
         print(String(format: "peak resident memory of this process: %.0f MB", results.peakResidentMB))
+        print("one live projection batch: \(results.liveBatch.events) events, \(results.liveBatch.subscribers) subscribers, "
+              + "\(results.liveBatch.roundTrips) round trips (Connection.roundTrips)")
         print("")
         print(padded("latency (ms)", 58) + padded("p50", 10, left: true) + padded("p99", 10, left: true))
         for latency in results.reads + results.writes {

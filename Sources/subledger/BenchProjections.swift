@@ -43,6 +43,8 @@ struct ProjectionBench {
         var rebuiltEvents = 0
         var ceiling: Double = 0
         var peakResidentMB: Double = 0
+        /// One live projection batch: events, subscribers touched, round trips.
+        var liveBatch = (events: 0, subscribers: 0, roundTrips: UInt64(0))
         var reads: [Latency] = []
         var writes: [Latency] = []
     }
@@ -62,6 +64,13 @@ struct ProjectionBench {
         var results = Results()
         try await load()
         let projection = SubscriptionProjection(store: store, catalog: catalog)
+        // The live path: one batch of up to 10,000 events, its round trips counted.
+        results.liveBatch = try await pool.withConnection { connection in
+            let before = connection.roundTrips
+            let handled = try await store.processBatch(projection, limit: 10_000, on: connection)
+            let touched = try await connection.query("SELECT count(DISTINCT subscriber_id) FROM product_activity").first?.decode(Int.self, at: 0)
+            return (handled, touched ?? 0, connection.roundTrips - before - 1)
+        }
         let rebuildProgress = TerminalProgress(label: "rebuild subscriptions (stream by stream)")
         let rebuildStarted = ContinuousClock.now
         let total = events
@@ -91,6 +100,9 @@ struct ProjectionBench {
         let fresh = (0...samples).map { "bench-one-\($0)" }
         results.reads.append(Latency("GET state, 1 event", try await percentiles { _ in _ = try await reader.state(of: "bench-one-0") }))
         results.reads.append(Latency("GET state, 10,000 renewals", try await percentiles { _ in _ = try await reader.state(of: "bench-long") }))
+        results.reads.append(Latency("GET state, 10,000 renewals, state not cached", try await percentiles(setUp: { _ in
+            try await pool.query("DELETE FROM subscriber_state_cache WHERE subscriber_id = 'bench-long'")
+        }, timing: { _ in _ = try await reader.state(of: "bench-long") })))
         results.reads.append(Latency("GET state, 10,000 renewals, whole stream (no snapshot)", try await percentiles(max(5, samples / 20)) { _ in
             let stored = try await store.readStream(SubscriberStreams.streamID(for: "bench-long"))
             _ = SubscriberLedger(subscriberID: "bench-long", events: try stored.map(SubscriberStreams.ledgerEvent))
@@ -171,10 +183,18 @@ struct ProjectionBench {
 
     /// p50 and p99 of `operation` over `count` runs (after two warm-ups), in milliseconds.
     func percentiles(_ count: Int? = nil, _ operation: (Int) async throws -> Void) async throws -> (p50: Double, p99: Double) {
+        try await percentiles(count, setUp: { _ in }, timing: operation)
+    }
+
+    /// As `percentiles(_:_:)`, running `setUp` (untimed) before each run.
+    func percentiles(_ count: Int? = nil, setUp: (Int) async throws -> Void,
+                     timing operation: (Int) async throws -> Void) async throws -> (p50: Double, p99: Double) {
         let count = count ?? samples
+        try await setUp(count)
         try await operation(count)  // warm-up
         var durations: [Double] = []
         for index in 0..<count {
+            try await setUp(index)
             let started = ContinuousClock.now
             try await operation(index)
             durations.append((ContinuousClock.now - started).inSeconds * 1000)

@@ -71,12 +71,11 @@ public struct SubscriberReader: Sendable {
                 return cached
             }
             let loaded = try await ledger(of: subscriberID, on: connection)
-            let state = loaded.ledger.state(at: at ?? now, catalog: catalog, environment: environment)
-            if at == nil, environment == .production {
-                try await SubscriberStateCache.save(state, version: loaded.version,
-                                                    validUntil: loaded.ledger.nextChange(after: now, catalog: catalog),
-                                                    catalog: catalog, on: connection)
-            }
+            if let at { return loaded.ledger.state(at: at, catalog: catalog, environment: environment) }
+            // The cache holds the Production view only.
+            guard environment == .production else { return loaded.ledger.state(at: now, catalog: catalog, environment: environment) }
+            let (state, nextChange) = loaded.ledger.stateAndNextChange(at: now, catalog: catalog)
+            try await SubscriberStateCache.save(state, version: loaded.version, validUntil: nextChange, catalog: catalog, on: connection)
             return state
         }
         state.reminders = try await reminders.reminders(of: subscriberID).filter { $0.environment == environment }.map(\.stateReminder)

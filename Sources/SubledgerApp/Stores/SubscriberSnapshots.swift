@@ -41,7 +41,8 @@ enum SubscriberSnapshots {
                      SELECT s.subscriber_id, s.stream_version, s.ledger FROM subscriber_snapshots s
                      WHERE s.subscriber_id IN (SELECT subscriber_id FROM wanted) AND s.format = \(SubscriberLedger.snapshotFormat))
             SELECT w.subscriber_id, coalesce(sn.stream_version, 0),
-                   CASE WHEN row_number() OVER (PARTITION BY w.subscriber_id ORDER BY e.stream_version) = 1 THEN sn.ledger END,
+                   CASE WHEN row_number() OVER (PARTITION BY w.subscriber_id ORDER BY e.stream_version) = 1
+                        THEN encode(sn.ledger, 'base64') END,
                    e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
             FROM wanted w
             LEFT JOIN snapshot sn ON sn.subscriber_id = w.subscriber_id
@@ -57,7 +58,10 @@ enum SubscriberSnapshots {
                 let snapshotVersion = try row.decode(Int64.self, at: 1)
                 var start = LoadedLedger.empty(subscriberID)
                 if snapshotVersion > 0 {
-                    guard let data = try row.decode(Data?.self, at: 2), let ledger = try? SubscriberLedger(snapshot: data),
+                    // Base64 (PostgreSQL breaks its lines) is smaller than bytea's hex and quicker to read.
+                    guard let text = try row.decode(String?.self, at: 2),
+                          let data = Data(base64Encoded: text, options: .ignoreUnknownCharacters),
+                          let ledger = try? SubscriberLedger(snapshot: data),
                           ledger.subscriberID == subscriberID else {
                         unreadable.append(subscriberID)
                         continue
