@@ -53,48 +53,16 @@ public struct EventStore: Sendable {
     /// the events at their next poll.
     public func append(_ appends: [StreamAppend], on connection: Connection) async throws -> [StreamAppendResult] {
         guard !appends.isEmpty else { return [] }
+        let batch = PostgresJSON(text: Self.batchDocument(appends))
         let rows: PostgresRows
         do {
-            rows = try await connection.query(Self.appendQuery(appends))
-        } catch let error as PostgresError {
-            throw Self.appendError(error, appends: appends)
+            rows = try await connection.query("SELECT * FROM append_events(\(batch)::jsonb)")
+        } catch let error as PostgresError where error.sqlState == SQLState("SL409") {
+            let streamID = error.hint ?? ""
+            let expected = appends.first { $0.streamID == streamID }?.expected ?? .any
+            Self.conflicts.increment()
+            throw WrongExpectedVersion(streamID: streamID, expected: expected, actual: Int64(error.detail ?? "") ?? -1)
         }
-        return try Self.appendResults(rows, appends: appends)
-    }
-
-    /// Appends and runs `statements` in one round trip and one transaction
-    /// (libpq's pipeline mode: everything up to the sync commits together, or
-    /// nothing does), then wakes the consumers. The statements' rows come back
-    /// after the append's results. For writes that need nothing read between
-    /// their statements: one round trip instead of BEGIN, each statement, COMMIT.
-    public func append(_ appends: [StreamAppend], with statements: [PostgresQuery],
-                       on connection: Connection) async throws -> (results: [StreamAppendResult], rows: [PostgresRows]) {
-        let queries = (appends.isEmpty ? [] : [Self.appendQuery(appends)]) + statements
-        let answers: [PostgresRows]
-        do {
-            answers = try await connection.pipeline(queries)
-        } catch let error as PostgresError {
-            throw Self.appendError(error, appends: appends)
-        }
-        let results = appends.isEmpty ? [] : try Self.appendResults(answers[0], appends: appends)
-        if results.contains(where: { !$0.isAllDuplicates }) { signal.wakeConsumers() }
-        return (results, Array(answers.dropFirst(appends.isEmpty ? 0 : 1)))
-    }
-
-    static func appendQuery(_ appends: [StreamAppend]) -> PostgresQuery {
-        "SELECT * FROM append_events(\(PostgresJSON(text: Self.batchDocument(appends)))::jsonb)"
-    }
-
-    /// SL409 from `append_events` is a lost race on a stream's version.
-    static func appendError(_ error: PostgresError, appends: [StreamAppend]) -> any Error {
-        guard error.sqlState == SQLState("SL409") else { return error }
-        let streamID = error.hint ?? ""
-        let expected = appends.first { $0.streamID == streamID }?.expected ?? .any
-        conflicts.increment()
-        return WrongExpectedVersion(streamID: streamID, expected: expected, actual: Int64(error.detail ?? "") ?? -1)
-    }
-
-    static func appendResults(_ rows: PostgresRows, appends: [StreamAppend]) throws -> [StreamAppendResult] {
         var results = appends.map { StreamAppendResult(streamID: $0.streamID, outcomes: []) }
         for row in rows {
             let streamIndex = try row.decode(Int.self, at: 0)
@@ -150,21 +118,12 @@ public struct EventStore: Sendable {
     }
 
     public func readStream(_ streamID: String, after version: Int64 = 0, on connection: Connection) async throws -> [RecordedEvent] {
-        try Self.stream(from: try await connection.query(Self.streamQuery(streamID, after: version)))
-    }
-
-    /// The statement `readStream` runs, to send in a pipeline with others.
-    public static func streamQuery(_ streamID: String, after version: Int64 = 0) -> PostgresQuery {
-        """
-        SELECT \(unsafeRaw: columns) FROM events
-        WHERE stream_id = \(streamID) AND stream_version > \(version)
-        ORDER BY stream_version
-        """
-    }
-
-    /// The events of a `streamQuery`'s rows.
-    public static func stream(from rows: PostgresRows) throws -> [RecordedEvent] {
-        try rows.map(decode)
+        let rows = try await connection.query("""
+            SELECT \(unsafeRaw: Self.columns) FROM events
+            WHERE stream_id = \(streamID) AND stream_version > \(version)
+            ORDER BY stream_version
+            """)
+        return try rows.map(Self.decode)
     }
 
     /// The events of several streams after the versions given (0: from the

@@ -28,23 +28,23 @@ struct StatsController {
     }
 
     @Sendable func stats(request: Request, context: AppRequestContext) async throws -> Response {
-        let at = try QueryInput.instant("at", in: request) ?? now()
-        return try .json(try await queries.stats(at: at, environment: try QueryInput.environment(in: request)))
+        let at = try RequestInput.instant("at", in: request) ?? now()
+        return try .json(try await queries.stats(at: at, environment: try RequestInput.environment(in: request)))
     }
 
     /// `from` (default: 30 intervals before `to`) to `to` (default: now) by `interval` (default: day).
     @Sendable func series(request: Request, context: AppRequestContext) async throws -> Response {
-        let interval = try QueryInput.oneOf("interval", in: request, as: ReadModelQueries.Interval.self) ?? .day
-        let to = try QueryInput.instant("to", in: request) ?? now()
-        let from = try QueryInput.instant("from", in: request) ?? to - 30 * interval.seconds
+        let interval = try RequestInput.choice("interval", in: request, as: ReadModelQueries.Interval.self) ?? .day
+        let to = try RequestInput.instant("to", in: request) ?? now()
+        let from = try RequestInput.instant("from", in: request) ?? to - 30 * interval.seconds
         guard from <= to else {
             throw LedgerError.invalidField("from", expected: "an instant no later than 'to' (\(RFC3339.format(to)))")
         }
         guard to.timeIntervalSince(from) / interval.seconds < Double(Self.maximumPoints) else {
             throw LedgerError.invalidField("from", expected: "at most \(Self.maximumPoints) \(interval.rawValue)s before 'to'")
         }
-        let entitlement = try QueryInput.identifier("entitlement", in: request)
-        let environment = try QueryInput.environment(in: request)
+        let entitlement = try RequestInput.identifier("entitlement", in: request)
+        let environment = try RequestInput.environment(in: request)
         let points = try await queries.activeSeries(from: from, to: to, interval: interval, entitlement: entitlement,
                                                     environment: environment)
         return try .json(SeriesBody(entitlement: entitlement, environment: environment, interval: interval.rawValue, series: points))

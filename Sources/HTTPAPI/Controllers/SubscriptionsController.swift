@@ -23,14 +23,14 @@ struct SubscriptionsController {
 
     @Sendable func list(request: Request, context: AppRequestContext) async throws -> Response {
         var filter = ReadModelQueries.SubscriptionFilter()
-        filter.environment = try QueryInput.environment(in: request)
-        filter.entitlement = try QueryInput.identifier("entitlement", in: request)
-        filter.group = try QueryInput.identifier("group", in: request)
-        filter.productID = try QueryInput.identifier("productId", in: request)
-        filter.status = try QueryInput.oneOf("status", in: request, as: SubscriptionStatus.self)
-        filter.expiresBefore = try QueryInput.instant("expiresBefore", in: request)
-        filter.expiresAfter = try QueryInput.instant("expiresAfter", in: request)
-        filter.limit = try QueryInput.number("limit", in: request, default: 100, range: 1...1000)
+        filter.environment = try RequestInput.environment(in: request)
+        filter.entitlement = try RequestInput.identifier("entitlement", in: request)
+        filter.group = try RequestInput.identifier("group", in: request)
+        filter.productID = try RequestInput.identifier("productId", in: request)
+        filter.status = try RequestInput.choice("status", in: request, as: SubscriptionStatus.self)
+        filter.expiresBefore = try RequestInput.instant("expiresBefore", in: request)
+        filter.expiresAfter = try RequestInput.instant("expiresAfter", in: request)
+        filter.limit = try RequestInput.limit(in: request, default: 100, range: 1...1000)
         if let token = request.uri.queryParameters.get("cursor") {
             guard let cursor = SubscriptionCursor(token: token) else {
                 throw LedgerError.invalidField("cursor", expected: "the nextCursor of a previous page, unchanged")

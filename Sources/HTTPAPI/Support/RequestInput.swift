@@ -44,6 +44,13 @@ enum RequestInput {
         return try InputLimits.instant(parsing: text, field: name)
     }
 
+    /// An identifier from the query (entitlement, group, product id): 1–200
+    /// bytes without control characters; absent: nil.
+    static func identifier(_ name: String, in request: Request) throws(LedgerError) -> String? {
+        guard let text = request.uri.queryParameters.get(name) else { return nil }
+        return try InputLimits.identifier(text, field: name)
+    }
+
     /// `limit` from the query: a whole number in `range`; absent: `defaultValue`.
     static func limit(in request: Request, default defaultValue: Int, range: ClosedRange<Int>) throws(LedgerError) -> Int {
         guard let text = request.uri.queryParameters.get("limit") else { return defaultValue }

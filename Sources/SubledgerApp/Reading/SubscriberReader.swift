@@ -44,10 +44,7 @@ public struct SubscriberReader: Sendable {
     func ledger(of subscriberID: String, on connection: Connection) async throws -> LoadedLedger {
         let loaded = try await SubscriberSnapshots.load(subscriberID, on: connection)
         if loaded.isSnapshotDue { try await SubscriberSnapshots.save([loaded], on: connection) }
-        guard loaded.exists else {
-            throw LedgerError(kind: .notFound, code: "subscriber_not_found",
-                              message: "Subscriber '\(subscriberID)' has no recorded facts.", field: "subscriberId")
-        }
+        guard loaded.exists else { throw Self.notFound(subscriberID) }
         return loaded
     }
 

@@ -77,7 +77,17 @@ struct OwnershipStore: Sendable {
     /// original or as (non-original) transaction ids.
     static func owners(of ids: Set<String>, on connection: Connection) async throws -> [String: String] {
         guard !ids.isEmpty else { return [:] }
-        return try owners(from: try await connection.query(ownersQuery(of: ids)))
+        let list = JSONArgument.strings(ids.sorted())
+        let rows = try await connection.query("""
+            WITH wanted AS (SELECT jsonb_array_elements_text(\(list)::jsonb) AS id)
+            SELECT o.original_transaction_id, o.subscriber_id FROM transaction_owners o
+            WHERE o.original_transaction_id IN (SELECT id FROM wanted)
+               OR o.original_transaction_id IN (
+                    SELECT t.original_transaction_id FROM transaction_ids t WHERE t.transaction_id IN (SELECT id FROM wanted))
+            """)
+        var owners = [String: String]()
+        for row in rows { owners[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1) }
+        return owners
     }
 
     /// Writes claims and transaction rows. A claim of an unowned original is
@@ -94,8 +104,9 @@ struct OwnershipStore: Sendable {
         }
     }
 
-    /// The statements of `write(claims:transactions:on:)`, to send in one
-    /// round trip with the append (`EventStore.append(_:with:on:)`).
+    /// The statements of `write(claims:transactions:on:)`, in order. A
+    /// transfer is one statement (`transfer_ownership`, sql/0009) that fails
+    /// by itself when the previous owner no longer holds the original.
     static func statements(claims: [OwnershipClaim], transactions: [TransactionRow]) -> [PostgresQuery] {
         var statements = [PostgresQuery]()
         for claim in claims where claim.previousOwner != claim.newOwner {
@@ -123,24 +134,6 @@ struct OwnershipStore: Sendable {
 
     /// Raised by `transfer_ownership` when the previous owner no longer holds it.
     static let ownershipChanged = SQLState("SL410")
-
-    /// The statement `owners(of:on:)` runs, to send in a pipeline with the stream reads.
-    static func ownersQuery(of ids: Set<String>) -> PostgresQuery {
-        let list = JSONArgument.strings(ids.sorted())
-        return """
-            WITH wanted AS (SELECT jsonb_array_elements_text(\(list)::jsonb) AS id)
-            SELECT o.original_transaction_id, o.subscriber_id FROM transaction_owners o
-            WHERE o.original_transaction_id IN (SELECT id FROM wanted)
-               OR o.original_transaction_id IN (
-                    SELECT t.original_transaction_id FROM transaction_ids t WHERE t.transaction_id IN (SELECT id FROM wanted))
-            """
-    }
-
-    static func owners(from rows: PostgresRows) throws -> [String: String] {
-        var owners = [String: String]()
-        for row in rows { owners[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1) }
-        return owners
-    }
 
     /// The transaction rows that events recorded for `subscriberID` imply.
     static func transactionRows(for events: [LedgerEvent], subscriberID: String) -> [TransactionRow] {

@@ -52,15 +52,10 @@ public struct ReminderStore: Sendable {
 
     /// One subscriber's reminders, by due time.
     public func reminders(of subscriberID: String) async throws -> [ReminderView] {
-        try await pool.query(Self.remindersQuery(of: subscriberID)).map(Self.view)
-    }
-
-    /// The statement of `reminders(of:)`, to send in a pipeline with the stream read.
-    static func remindersQuery(of subscriberID: String) -> PostgresQuery {
-        """
-        SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders WHERE subscriber_id = \(subscriberID)
-        ORDER BY due_at, id
-        """
+        try await pool.query("""
+            SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders WHERE subscriber_id = \(subscriberID)
+            ORDER BY due_at, id
+            """).map(Self.view)
     }
 
     /// Subscribers whose non-renewing coverage has ended by `instant` without
