@@ -84,6 +84,7 @@ struct SnapshotServiceTests {
                                     subscriberID: "cached")
         var reader = SubscriberReader(dependencies)
         reader.now = { date("2025-05-10T00:00:00Z") }
+        reader.cacheFromVersion = 1
         let first = try await reader.state(of: "cached")
         let stored = try await dependencies.pool.query("SELECT valid_until FROM subscriber_state_cache WHERE subscriber_id = 'cached'")
         #expect(try stored.first?.decode(Date?.self, at: 0) == bought + 30 * 86_400)
@@ -114,6 +115,7 @@ struct SnapshotServiceTests {
         let otherCatalog = try Catalog.decode(from: Data(exampleCatalogJSON.replacingOccurrences(of: "\"P30D\"", with: "\"P31D\"").utf8))
         var other = SubscriberReader(store: dependencies.store, catalog: otherCatalog)
         other.now = reader.now
+        other.cacheFromVersion = 1
         #expect(try await other.state(of: "cached").subscriptions.first?.group == "pass", "another catalog computes again")
     }
 }

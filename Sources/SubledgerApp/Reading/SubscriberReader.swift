@@ -12,6 +12,8 @@ public struct SubscriberReader: Sendable {
     let ownership: OwnershipStore
     /// The clock; tests may pin it.
     public var now: @Sendable () -> Date = { Date() }
+    /// The stream version from which a computed current state is cached.
+    public var cacheFromVersion: Int64 = 16
 
     public init(store: EventStore, catalog: Catalog) {
         self.store = store
@@ -41,8 +43,10 @@ public struct SubscriberReader: Sendable {
     /// A subscriber's ledger from their snapshot and the tail of their
     /// stream; `subscriber_not_found` when they have no events. A long tail
     /// is stored as a new snapshot, so the next read is short again.
-    func ledger(of subscriberID: String, on connection: Connection) async throws -> LoadedLedger {
-        let loaded = try await SubscriberSnapshots.load(subscriberID, on: connection)
+    func ledger(of subscriberID: String, unlessCached probe: SubscriberSnapshots.CacheProbe? = nil,
+                on connection: Connection) async throws -> LoadedLedger {
+        let loaded = try await SubscriberSnapshots.load([subscriberID], unlessCached: probe, on: connection)[subscriberID] ?? .empty(subscriberID)
+        if loaded.cachedState != nil { return loaded }
         if loaded.isSnapshotDue { try await SubscriberSnapshots.save([loaded], on: connection) }
         guard loaded.exists else { throw Self.notFound(subscriberID) }
         return loaded
@@ -64,15 +68,17 @@ public struct SubscriberReader: Sendable {
         let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
         let now = self.now()
         var state = try await store.pool.withConnection { connection in
-            if at == nil, environment == .production, let cached = try await SubscriberStateCache.state(of: subscriberID, at: now, catalog: catalog, on: connection) {
-                return cached
-            }
-            let loaded = try await ledger(of: subscriberID, on: connection)
+            // The cache holds the current Production view only.
+            let probe = at == nil && environment == .production ? SubscriberSnapshots.CacheProbe(now: now, catalog: catalog) : nil
+            let loaded = try await ledger(of: subscriberID, unlessCached: probe, on: connection)
+            if let cached = loaded.cachedState { return cached }
             if let at { return loaded.ledger.state(at: at, catalog: catalog, environment: environment) }
-            // The cache holds the Production view only.
-            guard environment == .production else { return loaded.ledger.state(at: now, catalog: catalog, environment: environment) }
+            guard probe != nil else { return loaded.ledger.state(at: now, catalog: catalog, environment: environment) }
             let (state, nextChange) = loaded.ledger.stateAndNextChange(at: now, catalog: catalog)
-            try await SubscriberStateCache.save(state, version: loaded.version, validUntil: nextChange, catalog: catalog, on: connection)
+            // A short history is folded as fast as a cached state is read: not worth a write.
+            if loaded.version >= cacheFromVersion {
+                try await SubscriberStateCache.save(state, version: loaded.version, validUntil: nextChange, catalog: catalog, on: connection)
+            }
             return state
         }
         state.reminders = try await reminders.reminders(of: subscriberID).filter { $0.environment == environment }.map(\.stateReminder)

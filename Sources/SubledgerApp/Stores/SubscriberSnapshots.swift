@@ -10,6 +10,9 @@ struct LoadedLedger: Sendable {
     var version: Int64
     /// The version of the stored snapshot it started from (0: none).
     var snapshotVersion: Int64
+    /// The current state as cached (`SubscriberStateCache`), when the load
+    /// asked for it and it still held; the ledger is not read then.
+    var cachedState: SubscriberState? = nil
 
     var subscriberID: String { ledger.subscriberID }
     var exists: Bool { version > 0 }
@@ -34,26 +37,67 @@ enum SubscriberSnapshots {
     /// tail starts exactly where the stored ledger ends. A snapshot that
     /// cannot be read is ignored and the whole stream is read instead.
     static func load(_ subscriberIDs: [String], on connection: Connection) async throws -> [String: LoadedLedger] {
+        try await load(subscriberIDs, unlessCached: nil, on: connection)
+    }
+
+    /// The cached current state a load may return instead of the ledger:
+    /// valid at `now` for `catalog` and the stream's current version.
+    struct CacheProbe {
+        var now: Date
+        var catalog: Catalog
+    }
+
+    /// As `load(_:on:)`; with a probe, a subscriber whose cached state still
+    /// holds comes back with `cachedState` and without the ledger, so a read
+    /// costs one statement whether the cache holds or not.
+    static func load(_ subscriberIDs: [String], unlessCached probe: CacheProbe?,
+                     on connection: Connection) async throws -> [String: LoadedLedger] {
         guard !subscriberIDs.isEmpty else { return [:] }
+        // The lookups are LATERAL (kept from being flattened by OFFSET 0) so
+        // they are index probes per subscriber whatever the planner's
+        // statistics say: as plain joins, an `events` table filled since its
+        // last ANALYZE got a sequential scan of every event on every write.
         let rows = try await connection.query("""
-            WITH wanted AS (SELECT DISTINCT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb) AS subscriber_id),
-                 snapshot AS (
-                     SELECT s.subscriber_id, s.stream_version, s.ledger FROM subscriber_snapshots s
-                     WHERE s.subscriber_id IN (SELECT subscriber_id FROM wanted) AND s.format = \(SubscriberLedger.snapshotFormat))
+            WITH wanted AS (SELECT DISTINCT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb) AS subscriber_id)
             SELECT w.subscriber_id, coalesce(sn.stream_version, 0),
                    CASE WHEN row_number() OVER (PARTITION BY w.subscriber_id ORDER BY e.stream_version) = 1
                         THEN encode(sn.ledger, 'base64') END,
-                   e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
+                   e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at, c.state
             FROM wanted w
-            LEFT JOIN snapshot sn ON sn.subscriber_id = w.subscriber_id
-            LEFT JOIN events e ON e.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
-                               AND e.stream_version > coalesce(sn.stream_version, 0)
+            LEFT JOIN LATERAL (SELECT cache.state FROM subscriber_state_cache cache
+                               JOIN streams st ON st.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
+                                              AND st.version = cache.stream_version
+                               WHERE \(probe != nil) AND cache.subscriber_id = w.subscriber_id
+                                 AND cache.catalog = \(probe?.catalog.fingerprint)
+                                 AND cache.valid_from <= \(probe?.now)::timestamptz
+                                 AND (cache.valid_until IS NULL OR \(probe?.now)::timestamptz < cache.valid_until)
+                               OFFSET 0) c ON true
+            LEFT JOIN LATERAL (SELECT s.stream_version, s.ledger FROM subscriber_snapshots s
+                               WHERE c.state IS NULL AND s.subscriber_id = w.subscriber_id
+                                 AND s.format = \(SubscriberLedger.snapshotFormat)
+                               OFFSET 0) sn ON true
+            LEFT JOIN LATERAL (SELECT ev.position, ev.stream_version, ev.type, ev.schema_version, ev.data, ev.recorded_at
+                               FROM events ev
+                               WHERE c.state IS NULL AND ev.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
+                                 AND ev.stream_version > coalesce(sn.stream_version, 0)
+                               OFFSET 0) e ON true
             ORDER BY w.subscriber_id, e.stream_version
             """)
         var loaded = [String: LoadedLedger]()
         var unreadable = [String]()
         for row in rows {
             let subscriberID = try row.decode(String.self, at: 0)
+            if loaded[subscriberID] == nil, let probe, let text = try row.decode(String?.self, at: 9) {
+                // A cached state that cannot be read is as good as none: read the ledger.
+                guard let state = SubscriberStateCache.decode(text, at: probe.now) else {
+                    unreadable.append(subscriberID)
+                    continue
+                }
+                var cached = LoadedLedger.empty(subscriberID)
+                cached.cachedState = state
+                loaded[subscriberID] = cached
+                continue
+            }
             if loaded[subscriberID] == nil {
                 let snapshotVersion = try row.decode(Int64.self, at: 1)
                 var start = LoadedLedger.empty(subscriberID)
