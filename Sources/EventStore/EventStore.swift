@@ -29,6 +29,10 @@ public struct EventStore: Sendable {
         return value
     }
 
+    /// Wakes the consumers after a transaction that appended has committed
+    /// (`transaction(_:)` and the appends outside one do it themselves).
+    public func wakeConsumers() { signal.wakeConsumers() }
+
     // MARK: Append
 
     /// Appends events to one stream.
@@ -53,16 +57,51 @@ public struct EventStore: Sendable {
     /// the events at their next poll.
     public func append(_ appends: [StreamAppend], on connection: Connection) async throws -> [StreamAppendResult] {
         guard !appends.isEmpty else { return [] }
-        let batch = PostgresJSON(text: Self.batchDocument(appends))
-        let rows: PostgresRows
         do {
-            rows = try await connection.query("SELECT * FROM append_events(\(batch)::jsonb)")
-        } catch let error as PostgresError where error.sqlState == SQLState("SL409") {
-            let streamID = error.hint ?? ""
-            let expected = appends.first { $0.streamID == streamID }?.expected ?? .any
-            Self.conflicts.increment()
-            throw WrongExpectedVersion(streamID: streamID, expected: expected, actual: Int64(error.detail ?? "") ?? -1)
+            return try Self.results(of: try await connection.query(Self.appendStatement(appends)), appends: appends)
+        } catch let error as PostgresError {
+            throw Self.appendError(error, appends: appends)
         }
+    }
+
+    /// Appends and runs `statements` after it as one transaction in one
+    /// round trip (a libpq pipeline up to one sync: an implicit transaction,
+    /// so the first error rolls everything back and is thrown), then wakes
+    /// the consumers. `connection` must not be inside a transaction. The
+    /// write path's commit: the events and the rows that go with them, one
+    /// exchange with the server.
+    public func append(_ appends: [StreamAppend], beside statements: [PostgresQuery],
+                       on connection: Connection) async throws -> [StreamAppendResult] {
+        guard !appends.isEmpty else {
+            if !statements.isEmpty { _ = try await connection.pipeline(statements) }
+            return []
+        }
+        let outputs: [PostgresRows]
+        do {
+            outputs = try await connection.pipeline([Self.appendStatement(appends)] + statements)
+        } catch let error as PostgresError {
+            throw Self.appendError(error, appends: appends)
+        }
+        let results = try Self.results(of: outputs[0], appends: appends)
+        if results.contains(where: { !$0.isAllDuplicates }) { signal.wakeConsumers() }
+        return results
+    }
+
+    static func appendStatement(_ appends: [StreamAppend]) -> PostgresQuery {
+        "SELECT * FROM append_events(\(PostgresJSON(text: batchDocument(appends)))::jsonb)"
+    }
+
+    /// `append_events` refuses a stale expected version with SL409, naming
+    /// the stream in the hint and its version in the detail.
+    static func appendError(_ error: PostgresError, appends: [StreamAppend]) -> Error {
+        guard error.sqlState == SQLState("SL409") else { return error }
+        let streamID = error.hint ?? ""
+        let expected = appends.first { $0.streamID == streamID }?.expected ?? .any
+        conflicts.increment()
+        return WrongExpectedVersion(streamID: streamID, expected: expected, actual: Int64(error.detail ?? "") ?? -1)
+    }
+
+    static func results(of rows: PostgresRows, appends: [StreamAppend]) throws -> [StreamAppendResult] {
         var results = appends.map { StreamAppendResult(streamID: $0.streamID, outcomes: []) }
         for row in rows {
             let streamIndex = try row.decode(Int.self, at: 0)
@@ -72,7 +111,7 @@ public struct EventStore: Sendable {
                 isDuplicate: try row.decode(Bool.self, at: 4),
                 storedStreamID: try row.decode(String.self, at: 5))
             results[streamIndex].outcomes.append(outcome)
-            if outcome.isDuplicate { Self.duplicates.increment() } else { Self.appended.increment() }
+            if outcome.isDuplicate { duplicates.increment() } else { appended.increment() }
         }
         return results
     }

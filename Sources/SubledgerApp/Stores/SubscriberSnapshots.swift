@@ -151,7 +151,11 @@ enum SubscriberSnapshots {
     /// The statement storing `ledgers` as snapshots (one multi-row upsert); a
     /// stored snapshot is never replaced by an earlier one (one of the same
     /// version is: it was unreadable). nil when there is none.
-    static func saveStatement(_ ledgers: [LoadedLedger]) -> PostgresQuery? {
+    /// `withoutFlushWait`: the statement's own transaction commits without
+    /// waiting for the WAL flush (`synchronous_commit` off for it alone) — for
+    /// a save on its own, after the events it folds have committed: a lost
+    /// snapshot is only read around, never ahead of what committed.
+    static func saveStatement(_ ledgers: [LoadedLedger], withoutFlushWait: Bool = false) -> PostgresQuery? {
         struct Row: Encodable {
             var subscriber_id: String
             var stream_version: Int64
@@ -164,15 +168,18 @@ enum SubscriberSnapshots {
         return """
             INSERT INTO subscriber_snapshots AS s (subscriber_id, stream_version, format, ledger)
             SELECT x.subscriber_id, x.stream_version, \(SubscriberLedger.snapshotFormat), decode(x.ledger, 'base64')
-            FROM jsonb_to_recordset(\(PostgresJSON(data: document))::jsonb) AS x(subscriber_id text, stream_version bigint, ledger text)
+            FROM jsonb_to_recordset(\(PostgresJSON(data: document))::jsonb) AS x(subscriber_id text, stream_version bigint, ledger text),
+                 (SELECT set_config('synchronous_commit',
+                                    CASE WHEN \(withoutFlushWait) THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
             ON CONFLICT (subscriber_id) DO UPDATE
             SET stream_version = EXCLUDED.stream_version, format = EXCLUDED.format, ledger = EXCLUDED.ledger, updated_at = now()
             WHERE s.stream_version <= EXCLUDED.stream_version OR s.format <> EXCLUDED.format
             """
     }
 
+    /// Stores snapshots in a statement of their own, outside any transaction.
     static func save(_ ledgers: [LoadedLedger], on connection: Connection) async throws {
-        if let statement = saveStatement(ledgers) { try await connection.query(statement) }
+        if let statement = saveStatement(ledgers, withoutFlushWait: true) { try await connection.query(statement) }
     }
 
     /// The ledgers of many subscribers, in one query; a subscriber without

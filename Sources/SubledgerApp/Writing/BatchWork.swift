@@ -31,7 +31,7 @@ struct BatchWork {
 
     /// Reads every stream the batch names (each a snapshot and the tail of
     /// its stream, all in one query) and the owners of its transactions.
-    static func load(_ batch: WriteBatch, writer: LedgerWriter) async throws -> BatchWork {
+    static func load(_ batch: WriteBatch, writer: LedgerWriter, on connection: Connection) async throws -> BatchWork {
         var ids = Set<String>()
         var subscribers = [String]()
         var seen = Set<String>()
@@ -39,9 +39,8 @@ struct BatchWork {
             ids.formUnion(command.referencedTransactionIDs)
             if seen.insert(command.subscriberID).inserted { subscribers.append(command.subscriberID) }
         }
-        let (loaded, owners) = try await writer.pool.withConnection { connection in
-            (try await SubscriberSnapshots.load(subscribers, on: connection), try await OwnershipStore.owners(of: ids, on: connection))
-        }
+        let loaded = try await SubscriberSnapshots.load(subscribers, on: connection)
+        let owners = try await OwnershipStore.owners(of: ids, on: connection)
         let ledgers = subscribers.map { loaded[$0] ?? .empty($0) }
         // A later command's decision can record the position of an earlier one
         // (a transfer's `afterPosition`): start near the real head when there is one.

@@ -121,7 +121,27 @@ public struct LedgerWriter: Sendable {
     }
 
     private func attemptWrite(_ batch: WriteBatch) async throws -> WriteBatchResult {
-        var work = try await BatchWork.load(batch, writer: self)
+        let (result, claims) = try await pool.withConnection { connection in
+            try await attemptWrite(batch, on: connection)
+        }
+        for outcome in result.outcomes {
+            if case .recorded = outcome { Self.factsRecorded.increment() }
+        }
+        if let claimObserver {
+            let changed = claims.filter { $0.previousOwner != $0.newOwner }
+            for (subscriberID, claimed) in Dictionary(grouping: changed, by: \.newOwner) {
+                await claimObserver(claimed.map(\.originalTransactionID), subscriberID)
+            }
+        }
+        return result
+    }
+
+    /// Reads, decides and commits a batch on one connection: one statement
+    /// to read, one round trip to commit (the append and the ownership rows
+    /// pipelined as one implicit transaction), and a snapshot save after it
+    /// when one is due.
+    private func attemptWrite(_ batch: WriteBatch, on connection: Connection) async throws -> (WriteBatchResult, [OwnershipClaim]) {
+        var work = try await BatchWork.load(batch, writer: self, on: connection)
         let now = self.now()
         for (index, command) in batch.commands.enumerated() {
             let decision: Decision
@@ -139,33 +159,41 @@ public struct LedgerWriter: Sendable {
                 continue
             }
             for transfer in decision.transfers where !work.hasStream(transfer.fromSubscriberID) {
-                work.add(try await pool.withConnection { try await SubscriberSnapshots.load(transfer.fromSubscriberID, on: $0) })
+                work.add(try await SubscriberSnapshots.load(transfer.fromSubscriberID, on: connection))
             }
             work.apply(decision, of: index, for: command.subscriberID, now: now)
         }
         let appends = try work.appends(sources: batch.commands.map(\.source))
-        guard !appends.isEmpty || batch.alongside != nil else { return work.result(appendResults: [], now: now) }
+        guard !appends.isEmpty || batch.alongside != nil else { return (work.result(appendResults: [], now: now), []) }
         let claims = work.claims
-        let rows = work.transactionRows
-        let results = try await store.transaction { connection in
-            let results = appends.isEmpty ? [] : try await store.append(appends, on: connection)
-            try await OwnershipStore.write(claims: claims, transactions: rows, on: connection)
-            try await batch.alongside?(connection)
-            // Beside the events, so a snapshot never runs ahead of what committed.
-            try await SubscriberSnapshots.save((try? work.snapshotsDue(appends: appends, results: results)) ?? [], on: connection)
-            return results
+        let ownership = OwnershipStore.statements(claims: claims, transactions: work.transactionRows)
+        let results: [StreamAppendResult]
+        do {
+            if let alongside = batch.alongside {
+                // Rows written by a closure: an explicit transaction around it.
+                results = try await connection.withTransaction { connection in
+                    let results = try await store.append(appends, beside: [], on: connection)
+                    for statement in ownership { try await connection.query(statement) }
+                    try await alongside(connection)
+                    return results
+                }
+                store.wakeConsumers()
+            } else {
+                results = try await store.append(appends, beside: ownership, on: connection)
+            }
+        } catch let error as PostgresError where error.sqlState == OwnershipStore.ownershipChanged {
+            throw OwnershipChanged()
         }
-        let result = work.result(appendResults: results, now: now)
-        for outcome in result.outcomes {
-            if case .recorded = outcome { Self.factsRecorded.increment() }
-        }
-        if let claimObserver {
-            let changed = claims.filter { $0.previousOwner != $0.newOwner }
-            for (subscriberID, claimed) in Dictionary(grouping: changed, by: \.newOwner) {
-                await claimObserver(claimed.map(\.originalTransactionID), subscriberID)
+        // After the commit, so a snapshot never runs ahead of what committed;
+        // a lost one is only a longer tail to read next time.
+        if let due = try? work.snapshotsDue(appends: appends, results: results), !due.isEmpty {
+            do {
+                try await SubscriberSnapshots.save(due, on: connection)
+            } catch {
+                logger.warning("storing snapshots failed", metadata: ["error": "\(error)"])
             }
         }
-        return result
+        return (work.result(appendResults: results, now: now), claims)
     }
 
     static let factsRecorded = Counter(label: "subledger_facts_total", dimensions: [("outcome", "recorded")])
