@@ -19,6 +19,8 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     let appStore = AppStoreIntegration(dependencies)
     var writer = LedgerWriter(dependencies)
     writer.claimObserver = appStore.claimObserver
+    // Concurrent requests for different subscribers share a commit.
+    writer.combiner = WriteCombiner()
     let reader = SubscriberReader(dependencies)
     HealthController(health: HealthStore(dependencies), metrics: dependencies.metrics, logger: dependencies.logger)
         .addRoutes(to: router)

@@ -30,6 +30,12 @@ public struct LedgerWriter: Sendable {
     /// Told, after a batch commits, which original transactions it claimed
     /// for which subscriber (App Store notifications waiting for an owner).
     public var claimObserver: (@Sendable (_ originalTransactionIDs: [String], _ subscriberID: String) async -> Void)?
+    /// When set, one-fact writes (without rows of their own) are combined
+    /// with concurrent ones for other subscribers into one commit.
+    public var combiner: WriteCombiner?
+    /// Runs after a batch has read its streams and before it commits (tests
+    /// move a stream under a batch with it).
+    var afterRead: (@Sendable (_ subscriberIDs: [String]) async throws -> Void)?
 
     public init(pool: ConnectionPool, store: EventStore, catalog: Catalog, restorePolicy: RestorePolicy, logger: Logger) {
         self.pool = pool
@@ -60,7 +66,11 @@ public struct LedgerWriter: Sendable {
     private func writeOne(_ command: WriteCommand, alongside: WriteBatch.Alongside?) async throws -> WriteResult {
         var command = command
         command.subscriberID = try InputLimits.validateSubscriberID(command.subscriberID)
-        var result = try await write(WriteBatch([command], alongside: alongside))
+        var result = if let combiner, alongside == nil {
+            try await combiner.write(command, with: self)
+        } else {
+            try await write(WriteBatch([command], alongside: alongside))
+        }
         if !result.knowsLedger(of: command.subscriberID) {
             // A concurrent copy of this fact was stored first: decide again, and answer as it did.
             result = try await write(WriteBatch([command], alongside: alongside))
@@ -120,7 +130,8 @@ public struct LedgerWriter: Sendable {
         return result
     }
 
-    private func attemptWrite(_ batch: WriteBatch) async throws -> WriteBatchResult {
+    /// One attempt at a batch: a lost race is thrown, not retried.
+    func attemptWrite(_ batch: WriteBatch) async throws -> WriteBatchResult {
         let (result, claims) = try await pool.withConnection { connection in
             try await attemptWrite(batch, on: connection)
         }
@@ -142,6 +153,7 @@ public struct LedgerWriter: Sendable {
     /// when one is due.
     private func attemptWrite(_ batch: WriteBatch, on connection: Connection) async throws -> (WriteBatchResult, [OwnershipClaim]) {
         var work = try await BatchWork.load(batch, writer: self, on: connection)
+        if let afterRead { try await afterRead(batch.commands.map(\.subscriberID)) }
         let now = self.now()
         for (index, command) in batch.commands.enumerated() {
             let decision: Decision
