@@ -43,12 +43,15 @@ public struct SubscriberReader: Sendable {
     /// A subscriber's ledger from their snapshot and the tail of their
     /// stream; `subscriber_not_found` when they have no events. A long tail
     /// is stored as a new snapshot, so the next read is short again.
-    func ledger(of subscriberID: String, unlessCached probe: SubscriberSnapshots.CacheProbe? = nil,
-                on connection: Connection) async throws -> LoadedLedger {
-        let loaded = try await SubscriberSnapshots.load([subscriberID], unlessCached: probe, on: connection)[subscriberID] ?? .empty(subscriberID)
+    func ledger(of subscriberID: String, on connection: Connection) async throws -> LoadedLedger {
+        try await checked(try await SubscriberSnapshots.load(subscriberID, on: connection), on: connection)
+    }
+
+    /// A loaded ledger that exists, stored as a snapshot when its tail is long.
+    private func checked(_ loaded: LoadedLedger, on connection: Connection) async throws -> LoadedLedger {
         if loaded.cachedState != nil { return loaded }
         if loaded.isSnapshotDue { try await SubscriberSnapshots.save([loaded], on: connection) }
-        guard loaded.exists else { throw Self.notFound(subscriberID) }
+        guard loaded.exists else { throw Self.notFound(loaded.subscriberID) }
         return loaded
     }
 
@@ -67,22 +70,32 @@ public struct SubscriberReader: Sendable {
     public func state(of subscriberID: String, at: Date? = nil, environment: Ledger.Environment = .production) async throws -> SubscriberState {
         let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
         let now = self.now()
-        var state = try await store.pool.withConnection { connection in
+        return try await store.pool.withConnection { connection in
             // The cache holds the current Production view only.
             let probe = at == nil && environment == .production ? SubscriberSnapshots.CacheProbe(now: now, catalog: catalog) : nil
-            let loaded = try await ledger(of: subscriberID, unlessCached: probe, on: connection)
-            if let cached = loaded.cachedState { return cached }
-            if let at { return loaded.ledger.state(at: at, catalog: catalog, environment: environment) }
-            guard probe != nil else { return loaded.ledger.state(at: now, catalog: catalog, environment: environment) }
-            let (state, nextChange) = loaded.ledger.stateAndNextChange(at: now, catalog: catalog)
-            // A short history is folded as fast as a cached state is read: not worth a write.
-            if loaded.version >= cacheFromVersion {
-                try await SubscriberStateCache.save(state, version: loaded.version, validUntil: nextChange, catalog: catalog, on: connection)
+            // The ledger (or the cached state) and the reminders: one round trip.
+            let outputs = try await connection.pipeline([SubscriberSnapshots.loadStatement([subscriberID], unlessCached: probe),
+                                                         ReminderStore.remindersStatement(of: subscriberID)])
+            let read = try await SubscriberSnapshots.ledgers(from: outputs[0], unlessCached: probe, on: connection)
+            let loaded = try await checked(read[subscriberID] ?? .empty(subscriberID), on: connection)
+            var state: SubscriberState
+            if let cached = loaded.cachedState {
+                state = cached
+            } else if let at {
+                state = loaded.ledger.state(at: at, catalog: catalog, environment: environment)
+            } else if probe == nil {
+                state = loaded.ledger.state(at: now, catalog: catalog, environment: environment)
+            } else {
+                let (computed, nextChange) = loaded.ledger.stateAndNextChange(at: now, catalog: catalog)
+                state = computed
+                // A short history is folded as fast as a cached state is read: not worth a write.
+                if loaded.version >= cacheFromVersion {
+                    try await SubscriberStateCache.save(computed, version: loaded.version, validUntil: nextChange, catalog: catalog, on: connection)
+                }
             }
+            state.reminders = try outputs[1].map(ReminderStore.view).filter { $0.environment == environment }.map(\.stateReminder)
             return state
         }
-        state.reminders = try await reminders.reminders(of: subscriberID).filter { $0.environment == environment }.map(\.stateReminder)
-        return state
     }
 
     /// The state of a subscriber who may have no facts yet (an empty state then).

@@ -76,15 +76,25 @@ struct OwnershipStore: Sendable {
     /// Owners of the original transactions named in `ids`, whether given as
     /// original or as (non-original) transaction ids.
     static func owners(of ids: Set<String>, on connection: Connection) async throws -> [String: String] {
-        guard !ids.isEmpty else { return [:] }
+        guard let statement = ownersStatement(ids) else { return [:] }
+        return try owners(from: try await connection.query(statement))
+    }
+
+    /// The statement of `owners(of:on:)`, to pipeline with others; nil when
+    /// there is nothing to ask.
+    static func ownersStatement(_ ids: Set<String>) -> PostgresQuery? {
+        guard !ids.isEmpty else { return nil }
         let list = JSONArgument.strings(ids.sorted())
-        let rows = try await connection.query("""
+        return """
             WITH wanted AS (SELECT jsonb_array_elements_text(\(list)::jsonb) AS id)
             SELECT o.original_transaction_id, o.subscriber_id FROM transaction_owners o
             WHERE o.original_transaction_id IN (SELECT id FROM wanted)
                OR o.original_transaction_id IN (
                     SELECT t.original_transaction_id FROM transaction_ids t WHERE t.transaction_id IN (SELECT id FROM wanted))
-            """)
+            """
+    }
+
+    static func owners(from rows: PostgresRows) throws -> [String: String] {
         var owners = [String: String]()
         for row in rows { owners[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1) }
         return owners

@@ -52,10 +52,16 @@ public struct ReminderStore: Sendable {
 
     /// One subscriber's reminders, by due time.
     public func reminders(of subscriberID: String) async throws -> [ReminderView] {
-        try await pool.query("""
-            SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders WHERE subscriber_id = \(subscriberID)
-            ORDER BY due_at, id
-            """).map(Self.view)
+        try await pool.query(Self.remindersStatement(of: subscriberID)).map(Self.view)
+    }
+
+    /// The statement of `reminders(of:)`, to pipeline with others; its rows
+    /// are read with `view`.
+    static func remindersStatement(of subscriberID: String) -> PostgresQuery {
+        """
+        SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders WHERE subscriber_id = \(subscriberID)
+        ORDER BY due_at, id
+        """
     }
 
     /// Subscribers whose non-renewing coverage has ended by `instant` without

@@ -53,11 +53,18 @@ enum SubscriberSnapshots {
     static func load(_ subscriberIDs: [String], unlessCached probe: CacheProbe?,
                      on connection: Connection) async throws -> [String: LoadedLedger] {
         guard !subscriberIDs.isEmpty else { return [:] }
+        return try await ledgers(from: try await connection.query(loadStatement(subscriberIDs, unlessCached: probe)),
+                                 unlessCached: probe, on: connection)
+    }
+
+    /// The statement of `load(_:unlessCached:on:)`, to pipeline with others;
+    /// its rows go to `ledgers(from:unlessCached:on:)`.
+    static func loadStatement(_ subscriberIDs: [String], unlessCached probe: CacheProbe?) -> PostgresQuery {
         // The lookups are LATERAL (kept from being flattened by OFFSET 0) so
         // they are index probes per subscriber whatever the planner's
         // statistics say: as plain joins, an `events` table filled since its
         // last ANALYZE got a sequential scan of every event on every write.
-        let rows = try await connection.query("""
+        return """
             WITH wanted AS (SELECT DISTINCT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb) AS subscriber_id)
             SELECT w.subscriber_id, coalesce(sn.stream_version, 0),
                    CASE WHEN row_number() OVER (PARTITION BY w.subscriber_id ORDER BY e.stream_version) = 1
@@ -82,7 +89,13 @@ enum SubscriberSnapshots {
                                  AND ev.stream_version > coalesce(sn.stream_version, 0)
                                OFFSET 0) e ON true
             ORDER BY w.subscriber_id, e.stream_version
-            """)
+            """
+    }
+
+    /// The ledgers in the rows of `loadStatement`; a subscriber whose
+    /// snapshot or cached state cannot be read is read again from its events.
+    static func ledgers(from rows: PostgresRows, unlessCached probe: CacheProbe?,
+                        on connection: Connection) async throws -> [String: LoadedLedger] {
         var loaded = [String: LoadedLedger]()
         var unreadable = [String]()
         for row in rows {

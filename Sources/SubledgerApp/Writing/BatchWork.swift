@@ -39,8 +39,17 @@ struct BatchWork {
             ids.formUnion(command.referencedTransactionIDs)
             if seen.insert(command.subscriberID).inserted { subscribers.append(command.subscriberID) }
         }
-        let loaded = try await SubscriberSnapshots.load(subscribers, on: connection)
-        let owners = try await OwnershipStore.owners(of: ids, on: connection)
+        // One round trip for both.
+        let loaded: [String: LoadedLedger]
+        let owners: [String: String]
+        if let ownersStatement = OwnershipStore.ownersStatement(ids) {
+            let outputs = try await connection.pipeline([SubscriberSnapshots.loadStatement(subscribers, unlessCached: nil), ownersStatement])
+            loaded = try await SubscriberSnapshots.ledgers(from: outputs[0], unlessCached: nil, on: connection)
+            owners = try OwnershipStore.owners(from: outputs[1])
+        } else {
+            loaded = try await SubscriberSnapshots.load(subscribers, on: connection)
+            owners = [:]
+        }
         let ledgers = subscribers.map { loaded[$0] ?? .empty($0) }
         // A later command's decision can record the position of an earlier one
         // (a transfer's `afterPosition`): start near the real head when there is one.
