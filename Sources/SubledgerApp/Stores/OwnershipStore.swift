@@ -85,12 +85,20 @@ struct OwnershipStore: Sendable {
     static func ownersStatement(_ ids: Set<String>) -> PostgresQuery? {
         guard !ids.isEmpty else { return nil }
         let list = JSONArgument.strings(ids.sorted())
+        // Index probes per id (LATERAL, OFFSET 0 keeps them so): as an OR of
+        // two IN-subqueries the planner scanned both tables whole, 5 ms a
+        // write and growing with the ledger.
         return """
-            WITH wanted AS (SELECT jsonb_array_elements_text(\(list)::jsonb) AS id)
-            SELECT o.original_transaction_id, o.subscriber_id FROM transaction_owners o
-            WHERE o.original_transaction_id IN (SELECT id FROM wanted)
-               OR o.original_transaction_id IN (
-                    SELECT t.original_transaction_id FROM transaction_ids t WHERE t.transaction_id IN (SELECT id FROM wanted))
+            WITH wanted AS (SELECT DISTINCT jsonb_array_elements_text(\(list)::jsonb) AS id),
+                 originals AS (
+                     SELECT w.id FROM wanted w
+                     UNION
+                     SELECT t.original_transaction_id FROM wanted w
+                     CROSS JOIN LATERAL (SELECT ti.original_transaction_id FROM transaction_ids ti
+                                         WHERE ti.transaction_id = w.id OFFSET 0) t)
+            SELECT o.original_transaction_id, o.subscriber_id FROM originals x
+            CROSS JOIN LATERAL (SELECT ow.original_transaction_id, ow.subscriber_id FROM transaction_owners ow
+                                WHERE ow.original_transaction_id = x.id OFFSET 0) o
             """
     }
 
@@ -119,15 +127,23 @@ struct OwnershipStore: Sendable {
     /// by itself when the previous owner no longer holds the original.
     static func statements(claims: [OwnershipClaim], transactions: [TransactionRow]) -> [PostgresQuery] {
         var statements = [PostgresQuery]()
+        var unowned = [OwnershipClaim]()
         for claim in claims where claim.previousOwner != claim.newOwner {
             if let previous = claim.previousOwner {
                 statements.append("SELECT transfer_ownership(\(claim.originalTransactionID), \(previous), \(claim.newOwner))")
             } else {
-                statements.append("""
-                    INSERT INTO transaction_owners (original_transaction_id, subscriber_id)
-                    VALUES (\(claim.originalTransactionID), \(claim.newOwner))
-                    """)
+                unowned.append(claim)
             }
+        }
+        if !unowned.isEmpty {
+            // One statement for all of a batch's new originals.
+            let document = "[" + unowned.sorted { $0.originalTransactionID < $1.originalTransactionID }.map {
+                "{\"o\":\(JSONArgument.string($0.originalTransactionID)),\"s\":\(JSONArgument.string($0.newOwner))}"
+            }.joined(separator: ",") + "]"
+            statements.append("""
+                INSERT INTO transaction_owners (original_transaction_id, subscriber_id)
+                SELECT e->>'o', e->>'s' FROM jsonb_array_elements(\(PostgresJSON(text: document))::jsonb) e
+                """)
         }
         guard !transactions.isEmpty else { return statements }
         let unique = Set(transactions).sorted { ($0.transactionID, $0.subscriberID) < ($1.transactionID, $1.subscriberID) }

@@ -87,7 +87,7 @@ enum SubscriberSnapshots {
                                FROM events ev
                                WHERE c.state IS NULL AND ev.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
                                  AND ev.stream_version > coalesce(sn.stream_version, 0)
-                               OFFSET 0) e ON true
+                               ORDER BY ev.stream_version OFFSET 0) e ON true
             ORDER BY w.subscriber_id, e.stream_version
             """
     }
