@@ -91,7 +91,9 @@ public actor WriteCombiner {
         var alone = [Waiting]()
         while !group.isEmpty {
             do {
+                let started = ContinuousClock.now
                 let result = try await writer.attemptWrite(WriteBatch(group.map(\.command), refusals: .skip))
+                Self.groupDurations.record(duration: ContinuousClock.now - started)
                 for (index, waiting) in group.enumerated() {
                     let subscriberID = waiting.command.subscriberID
                     waiting.continuation.resume(returning: WriteBatchResult(
@@ -137,4 +139,5 @@ public actor WriteCombiner {
     }
 
     static let groupSizes = Recorder(label: "subledger_write_group_size", aggregate: true)
+    static let groupDurations = Metrics.Timer(label: "subledger_write_group_duration_seconds", preferredDisplayUnit: .seconds)
 }
