@@ -73,14 +73,33 @@ struct Evaluation {
     init(ledger: SubscriberLedger, catalog: Catalog, at: Date, environment: Environment? = .production) {
         self.at = at
         self.environment = environment ?? .production
-        transactions.reserveCapacity(ledger.transactions.count)
+        // An auto-renewable chain is judged by its latest transaction: the
+        // others only lend their positions and auto-renew flags, so only the
+        // latest is made a full `Transaction` (a long-renewed subscription has
+        // thousands, and building each dominated a read of its state).
+        var chains: [String: [SubscriberLedger.TransactionRecord]] = [:]
+        var owned: [String: Bool] = [:]
         for record in ledger.transactions.values where environment == nil || record.fact.environment == environment {
-            if let transaction = Self.transaction(record, ledger: ledger, catalog: catalog, at: at) {
+            let fact = record.fact
+            if fact.productType ?? catalog.product(id: fact.productID)?.type == .autoRenewable {
+                guard record.visibleFrom <= at else { continue }
+                let original = fact.originalTransactionID
+                let owns = owned[original] ?? ledger.owns(original, at: at)
+                owned[original] = owns
+                if owns { chains[original, default: []].append(record) }
+            } else if let transaction = Self.transaction(record, ledger: ledger, catalog: catalog, at: at) {
                 transactions.append(transaction)
             }
         }
-        transactions = Self.sortedInPurchaseOrder(transactions)
-        evaluateAutoRenewables(ledger: ledger)
+        var latestOfChains: [Transaction] = []
+        for chain in chains.values {
+            let latest = chain.max { left, right in
+                (left.fact.purchaseDate, left.position, left.fact.transactionID) < (right.fact.purchaseDate, right.position, right.fact.transactionID)
+            }!
+            if let transaction = Self.transaction(latest, ledger: ledger, catalog: catalog, at: at) { latestOfChains.append(transaction) }
+        }
+        transactions = Self.sortedInPurchaseOrder(transactions + latestOfChains)
+        evaluateAutoRenewables(ledger: ledger, chains: chains)
         evaluateNonRenewing()
         evaluateGrants(catalog: catalog)
     }
@@ -161,15 +180,17 @@ struct Evaluation {
         return AutoRenewableTerms(status: status, end: end, graceEnd: graceEnd, expiredByStore: expiredByStore, positions: positions)
     }
 
-    private mutating func evaluateAutoRenewables(ledger: SubscriberLedger) {
-        let byOriginal = Dictionary(grouping: transactions.filter { $0.type == .autoRenewable }) { $0.fact.originalTransactionID }
-        for (original, chain) in byOriginal {
-            let latest = chain.last!  // transactions are sorted by purchase date
+    /// - Parameter chains: each original's visible, owned transactions;
+    ///   `transactions` holds the latest of each.
+    private mutating func evaluateAutoRenewables(ledger: SubscriberLedger, chains: [String: [SubscriberLedger.TransactionRecord]]) {
+        for latest in transactions where latest.type == .autoRenewable {
+            let original = latest.fact.originalTransactionID
+            let chain = chains[original] ?? []
             let terms = Self.autoRenewableTerms(latest: latest, ledger: ledger, at: at)
             var positions = chain.map(\.position) + terms.positions
             var signals = (ledger.autoRenewChanges[original] ?? []).filter { $0.date <= at }
-            signals += chain.compactMap { transaction in
-                transaction.fact.autoRenew.map { SubscriberLedger.Dated(date: transaction.fact.purchaseDate, position: transaction.position, value: $0) }
+            signals += chain.compactMap { record in
+                record.fact.autoRenew.map { SubscriberLedger.Dated(date: record.fact.purchaseDate, position: record.position, value: $0) }
             }
             let autoRenewSignal = signals.max { ($0.date, $0.position) < ($1.date, $1.position) }
             if let signal = autoRenewSignal { positions.append(signal.position) }
