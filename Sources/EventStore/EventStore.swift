@@ -14,11 +14,14 @@ public struct EventStore: Sendable {
     public static let notificationChannel = "subledger_events"
 
     let signal: AppendSignal
+    /// How `append` stores a batch (see `BatchAppend`); imports choose `.setBased`.
+    public var batchAppend = BatchAppend.eventByEvent
 
-    public init(pool: ConnectionPool, logger: Logger = Logger(label: "subledger.event-store")) {
+    public init(pool: ConnectionPool, logger: Logger = Logger(label: "subledger.event-store"), batchAppend: BatchAppend = .eventByEvent) {
         self.pool = pool
         self.logger = logger
         self.signal = AppendSignal(pool: pool, logger: logger)
+        self.batchAppend = batchAppend
     }
 
     /// Runs `body` in a transaction and, once it has committed, wakes the
@@ -56,7 +59,7 @@ public struct EventStore: Sendable {
         let batch = PostgresJSON(text: Self.batchDocument(appends))
         let rows: PostgresRows
         do {
-            rows = try await connection.query("SELECT * FROM append_events(\(batch)::jsonb)")
+            rows = try await connection.query(appendStatement(for: appends, batch: batch))
         } catch let error as PostgresError where error.sqlState == SQLState("SL409") {
             let streamID = error.hint ?? ""
             let expected = appends.first { $0.streamID == streamID }?.expected ?? .any
