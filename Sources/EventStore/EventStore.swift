@@ -14,11 +14,14 @@ public struct EventStore: Sendable {
     public static let notificationChannel = "subledger_events"
 
     let signal: AppendSignal
+    /// How `append` stores a batch (see `BatchAppend`); imports choose `.setBased`.
+    public var batchAppend = BatchAppend.eventByEvent
 
-    public init(pool: ConnectionPool, logger: Logger = Logger(label: "subledger.event-store")) {
+    public init(pool: ConnectionPool, logger: Logger = Logger(label: "subledger.event-store"), batchAppend: BatchAppend = .eventByEvent) {
         self.pool = pool
         self.logger = logger
         self.signal = AppendSignal(pool: pool, logger: logger)
+        self.batchAppend = batchAppend
     }
 
     /// Runs `body` in a transaction and, once it has committed, wakes the
@@ -58,7 +61,7 @@ public struct EventStore: Sendable {
     public func append(_ appends: [StreamAppend], on connection: Connection) async throws -> [StreamAppendResult] {
         guard !appends.isEmpty else { return [] }
         do {
-            return try Self.results(of: try await connection.query(Self.appendStatement(appends)), appends: appends)
+            return try Self.results(of: try await connection.query(appendStatement(appends)), appends: appends)
         } catch let error as PostgresError {
             throw Self.appendError(error, appends: appends)
         }
@@ -78,7 +81,7 @@ public struct EventStore: Sendable {
         }
         let outputs: [PostgresRows]
         do {
-            outputs = try await connection.pipeline([Self.appendStatement(appends)] + statements)
+            outputs = try await connection.pipeline([appendStatement(appends)] + statements)
         } catch let error as PostgresError {
             throw Self.appendError(error, appends: appends)
         }
@@ -87,8 +90,8 @@ public struct EventStore: Sendable {
         return results
     }
 
-    static func appendStatement(_ appends: [StreamAppend]) -> PostgresQuery {
-        "SELECT * FROM append_events(\(PostgresJSON(text: batchDocument(appends)))::jsonb)"
+    func appendStatement(_ appends: [StreamAppend]) -> PostgresQuery {
+        appendStatement(for: appends, batch: PostgresJSON(text: Self.batchDocument(appends)))
     }
 
     /// `append_events` refuses a stale expected version with SL409, naming

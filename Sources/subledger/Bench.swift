@@ -36,13 +36,25 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Samples per latency measurement (p50, p99).")
     var samples: Int = 200
 
-    @Option(help: "What to measure: appends, projections, or both (comma-separated).")
+    @Option(help: "What to measure: appends, projections, import (comma-separated).")
     var measure: String = "appends,projections"
 
+    @Option(name: .customLong("import-facts"), help: "Facts in the file of the import measurement.")
+    var importFacts: Int = 200_000
+
+    @Option(name: .customLong("import-writers"), help: "Writers of the import measurement (default: one per core).")
+    var importWriters: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(name: .customLong("import-batch-size"), help: "Lines per batch in the import measurement.")
+    var importBatchSize: Int = 1000
+
     func validate() throws {
-        let known: Set<Substring> = ["appends", "projections"]
+        let known: Set<Substring> = ["appends", "projections", "import"]
         guard measure.split(separator: ",").allSatisfy(known.contains) else {
-            throw ValidationError("--measure takes appends, projections or both, comma-separated")
+            throw ValidationError("--measure takes appends, projections, import, comma-separated")
+        }
+        guard importFacts > 0, importWriters > 0, importBatchSize > 0 else {
+            throw ValidationError("--import-facts, --import-writers and --import-batch-size must be positive")
         }
         guard rebuildEvents > 0, samples > 1 else { throw ValidationError("--rebuild-events and --samples must be positive") }
     }
@@ -75,6 +87,7 @@ struct Bench: AsyncParsableCommand {
         #endif
         if measure.contains("appends") { try await measureAppends(pool: pool, conninfo: conninfo, logger: logger) }
         if measure.contains("projections") { try await measureProjections(pool: pool) }
+        if measure.contains("import") { try await measureImport(pool: pool) }
     }
 
     func measureProjections(pool: ConnectionPool) async throws {

@@ -16,21 +16,23 @@ struct CommandDatabase {
     let database: PreparedDatabase
     let pool: ConnectionPool
 
-    static func open(_ options: ConfigurationOptions) async throws -> CommandDatabase {
+    /// `connections`: the most the command's pool opens (an import's writers, and one more).
+    static func open(_ options: ConfigurationOptions, connections: Int = 2) async throws -> CommandDatabase {
         let configuration = try options.resolve()
         let logger = LoggingSetup.logger(configuration)
         let catalog = try CatalogSource.load(path: configuration.productsPath)
         let database = try await PreparedDatabase.prepare(configuration, logger: logger)
         let pool = ConnectionPool(configuration: PoolConfiguration(
-            conninfo: database.conninfo, maximumConnections: 2,
+            conninfo: database.conninfo, maximumConnections: max(2, connections),
             // Long work (import, rebuild) runs long statements: only a forgotten transaction is cut.
             sessionTimeouts: SessionTimeouts(idleInTransactionSessionTimeout: configuration.sessionTimeouts.idleInTransactionSessionTimeout)), logger: logger)
         return CommandDatabase(configuration: configuration, logger: logger, catalog: catalog, database: database, pool: pool)
     }
 
     /// Runs `body`, then closes the pool and stops the cluster whatever happened.
-    static func with<T>(_ options: ConfigurationOptions, _ body: (CommandDatabase) async throws -> T) async throws -> T {
-        let opened = try await open(options)
+    static func with<T>(_ options: ConfigurationOptions, connections: Int = 2,
+                        _ body: (CommandDatabase) async throws -> T) async throws -> T {
+        let opened = try await open(options, connections: connections)
         do {
             let value = try await body(opened)
             await opened.close()
@@ -155,11 +157,17 @@ struct Import: AsyncParsableCommand {
             """)
 
     @Argument(help: "The NDJSON file, or - for standard input.") var file: String
-    @Option(name: .customLong("batch-size"), help: "Lines per batch (one transaction each).") var batchSize = 500
+    @Option(name: .customLong("batch-size"), help: "Lines per batch (one transaction each).") var batchSize = 1000
+    @Option(help: "Connections writing at once (default: one per core).")
+    var writers = ProcessInfo.processInfo.activeProcessorCount
+    @Option(name: .customLong("chunk-size"), help: "Lines read and split among the writers together (memory grows with it).")
+    var chunkSize = 20_000
     @OptionGroup var options: ConfigurationOptions
 
     func validate() throws {
         guard (1...10_000).contains(batchSize) else { throw ValidationError("--batch-size must be from 1 to 10000") }
+        guard (1...64).contains(writers) else { throw ValidationError("--writers must be from 1 to 64") }
+        guard (1...1_000_000).contains(chunkSize) else { throw ValidationError("--chunk-size must be from 1 to 1000000") }
     }
 
     func run() async throws {
@@ -171,11 +179,14 @@ struct Import: AsyncParsableCommand {
             handle = opened
         }
         let onTerminal = isatty(2) == 1
-        let summary = try await CommandDatabase.with(options) { database in
+        let summary = try await CommandDatabase.with(options, connections: writers + 1) { database in
+            let started = ContinuousClock.now
             var importer = Importer(pool: database.pool, store: EventStore(pool: database.pool, logger: database.logger),
                                     catalog: database.catalog.catalog, restorePolicy: database.configuration.restorePolicy,
                                     logger: database.logger)
             importer.batchSize = batchSize
+            importer.writers = writers
+            importer.chunkSize = chunkSize
             if !database.configuration.appStoreRootCertificates.isEmpty {
                 let dependencies = AppDependencies(configuration: database.configuration, pool: database.pool,
                                                    catalog: database.catalog, logger: database.logger)
@@ -190,7 +201,8 @@ struct Import: AsyncParsableCommand {
                 }
                 reported = progress.rejected.count
                 if onTerminal {
-                    FileHandle.standardError.write(Data("\(progress.lines) lines: \(progress)".utf8))
+                    let rate = Double(progress.imported + progress.duplicates) / (ContinuousClock.now - started).inSeconds
+                    FileHandle.standardError.write(Data("\(progress.lines) lines: \(progress), \(Int(rate)) facts/s".utf8))
                 }
             }
         }

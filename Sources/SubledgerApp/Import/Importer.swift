@@ -42,22 +42,36 @@ public struct ImportSummary: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "imported \(imported), duplicates \(duplicates), rejected \(rejected.count)" }
 }
 
-/// Loads facts in batches (`subledger import`) through the ledger's one
-/// write path, under the API's rules and idempotency keys, so importing a
-/// file twice changes nothing.
+/// Loads facts (`subledger import`) through the ledger's one write path,
+/// under the API's rules and idempotency keys, so importing a file twice
+/// changes nothing.
 ///
-/// Each batch is one `LedgerWriter` batch that skips refusals: a line sees
-/// the lines before it, a line the rules (or the database) refuse is
-/// reported by number, and the rest is written.
+/// The file is read a chunk at a time (memory does not grow with it): a
+/// chunk's lines are parsed on every core while the chunk before is being
+/// written, then split into groups that share no subscriber and no
+/// transaction (`ImportPlan`), which `writers` connections write at once.
+/// Each writes its groups in `LedgerWriter` batches that skip refusals: a
+/// line sees the lines of its group before it, a line the rules (or the
+/// database) refuse is reported by number, and the rest is written. A
+/// chunk's writes end before the next chunk is planned, so every line sees
+/// all the chunks before it.
 public struct Importer: Sendable {
     public var writer: LedgerWriter
+    /// Lines per `LedgerWriter` batch (one transaction each).
     public var batchSize = 500
+    /// Connections writing at once.
+    public var writers = 1
+    /// Lines read, planned and split among the writers together.
+    public var chunkSize = 20_000
 
     public init(writer: LedgerWriter) {
         self.writer = writer
     }
 
+    /// An importer whose appends are set-based (`BatchAppend.setBased`).
     public init(pool: ConnectionPool, store: EventStore, catalog: Catalog, restorePolicy: RestorePolicy, logger: Logger) {
+        var store = store
+        store.batchAppend = .setBased
         self.init(writer: LedgerWriter(pool: pool, store: store, catalog: catalog, restorePolicy: restorePolicy, logger: logger))
     }
 
@@ -67,54 +81,133 @@ public struct Importer: Sendable {
         set { writer.claimObserver = newValue }
     }
 
-    /// Imports every line, a batch at a time; `progress` sees the running total after each batch.
+    /// Imports every line; `progress` sees the running total after each chunk.
     public func importLines(_ lines: some Sequence<ImportLine>,
                             progress: (ImportSummary) -> Void = { _ in }) async throws -> ImportSummary {
-        var total = ImportSummary()
-        var batch = [ImportLine]()
-        batch.reserveCapacity(batchSize)
-        for line in lines {
-            batch.append(line)
-            if batch.count >= batchSize {
-                total.add(try await importBatch(batch))
-                batch.removeAll(keepingCapacity: true)
-                progress(total)
-            }
+        var iterator = lines.makeIterator()
+        let chunkSize = max(1, self.chunkSize)
+        func readChunk() -> [ImportLine] {
+            var chunk = [ImportLine]()
+            chunk.reserveCapacity(chunkSize)
+            while chunk.count < chunkSize, let line = iterator.next() { chunk.append(line) }
+            return chunk
         }
-        if !batch.isEmpty {
-            total.add(try await importBatch(batch))
+        var total = ImportSummary()
+        var chunk = readChunk()
+        var parsed = await parse(chunk)
+        while !chunk.isEmpty {
+            let plan = try await self.plan(parsed.lines)
+            async let written = write(plan)
+            chunk = readChunk()
+            let next = chunk.isEmpty ? ParsedChunk() : await parse(chunk)
+            var summary = try await written
+            summary.add(parsed.summary)
+            summary.rejected.sort { $0.line < $1.line }
+            total.add(summary)
             progress(total)
+            parsed = next
         }
         return total
     }
 
-    /// Imports one batch.
+    /// Imports one batch, in file order on one connection.
     public func importBatch(_ lines: [ImportLine]) async throws -> ImportSummary {
+        let parsed = Self.parse(lines[...])
+        var summary = try await write(parsed.lines)
+        summary.add(parsed.summary)
+        summary.rejected.sort { $0.line < $1.line }
+        return summary
+    }
+
+    // MARK: Steps
+
+    struct ParsedChunk: Sendable {
+        var lines: [ParsedLine] = []
+        /// Lines counted, and those refused before any decision.
         var summary = ImportSummary()
-        var commands = [WriteCommand]()
-        var numbers = [Int]()
+    }
+
+    /// Parses a chunk in as many slices as there are writers, at once.
+    func parse(_ chunk: [ImportLine]) async -> ParsedChunk {
+        let slices = max(1, min(writers, chunk.count / 1000))
+        guard slices > 1 else { return Self.parse(chunk[...]) }
+        let size = (chunk.count + slices - 1) / slices
+        let parts = await withTaskGroup(of: (Int, ParsedChunk).self) { group in
+            for slice in 0..<slices {
+                let part = chunk[(slice * size)..<min(chunk.count, (slice + 1) * size)]
+                group.addTask { (slice, Self.parse(part)) }
+            }
+            var parts = [ParsedChunk?](repeating: nil, count: slices)
+            for await (slice, part) in group { parts[slice] = part }
+            return parts
+        }
+        var whole = ParsedChunk()
+        for part in parts {
+            whole.lines += part!.lines
+            whole.summary.add(part!.summary)
+        }
+        return whole
+    }
+
+    static func parse(_ lines: ArraySlice<ImportLine>) -> ParsedChunk {
+        var parsed = ParsedChunk()
+        parsed.lines.reserveCapacity(lines.count)
         for line in lines {
             guard line.text.contains(where: { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0D) }) else { continue }
-            summary.lines += 1
+            parsed.summary.lines += 1
             do {
                 let (parsedID, request) = try FactRequest.parseImportLine(line.text)
                 let subscriberID = try InputLimits.validateSubscriberID(parsedID)
-                commands.append(.fact(request, subscriberID: subscriberID, source: FactSource.import))
-                numbers.append(line.number)
+                parsed.lines.append(ParsedLine(number: line.number,
+                                               command: .fact(request, subscriberID: subscriberID, source: FactSource.import)))
             } catch {
-                summary.rejected.append(RejectedLine(line: line.number, reason: Self.reason(error)))
+                parsed.summary.rejected.append(RejectedLine(line: line.number, reason: reason(error)))
             }
         }
-        guard !commands.isEmpty else { return summary }
-        let result = try await writer.write(WriteBatch(commands, refusals: .skip))
-        for (number, outcome) in zip(numbers, result.outcomes) {
+        return parsed
+    }
+
+    /// Splits parsed lines among the writers, with the links the ledger
+    /// stores now between the ids they name.
+    func plan(_ lines: [ParsedLine]) async throws -> ImportPlan {
+        guard writers > 1, lines.count > 1 else { return ImportPlan(lanes: lines.isEmpty ? [] : [lines], groups: 1) }
+        var ids = Set<String>()
+        for line in lines { ids.formUnion(line.command.referencedTransactionIDs) }
+        let links = try await writer.pool.withConnection { try await OwnershipStore.links(of: ids, on: $0) }
+        return ImportPlan.make(lines, links: links, writers: writers)
+    }
+
+    /// Writes each lane of `plan` on a connection of its own, a batch at a time.
+    func write(_ plan: ImportPlan) async throws -> ImportSummary {
+        try await withThrowingTaskGroup(of: ImportSummary.self) { group in
+            for lane in plan.lanes {
+                group.addTask {
+                    var summary = ImportSummary()
+                    var start = lane.startIndex
+                    while start < lane.endIndex {
+                        let end = min(lane.endIndex, start + max(1, batchSize))
+                        summary.add(try await write(Array(lane[start..<end])))
+                        start = end
+                    }
+                    return summary
+                }
+            }
+            return try await group.reduce(into: ImportSummary()) { $0.add($1) }
+        }
+    }
+
+    /// Writes lines as one `LedgerWriter` batch that skips refusals.
+    func write(_ lines: [ParsedLine]) async throws -> ImportSummary {
+        var summary = ImportSummary()
+        guard !lines.isEmpty else { return summary }
+        let result = try await writer.write(WriteBatch(lines.map(\.command), refusals: .skip))
+        for (line, outcome) in zip(lines, result.outcomes) {
             switch outcome {
             case .recorded: summary.imported += 1
             case .duplicate: summary.duplicates += 1
-            case .rejected(let error): summary.rejected.append(RejectedLine(line: number, reason: Self.reason(error)))
+            case .rejected(let error): summary.rejected.append(RejectedLine(line: line.number, reason: Self.reason(error)))
             }
         }
-        summary.rejected.sort { $0.line < $1.line }
         return summary
     }
 
@@ -123,4 +216,3 @@ public struct Importer: Sendable {
         return "\(error.code): \(error.message)"
     }
 }
-

@@ -124,26 +124,26 @@ struct OwnershipStore: Sendable {
 
     /// The statements of `write(claims:transactions:on:)`, in order. A
     /// transfer is one statement (`transfer_ownership`, sql/0009) that fails
-    /// by itself when the previous owner no longer holds the original.
+    /// by itself when the previous owner no longer holds the original; every
+    /// claim of an unowned original is one row of a single INSERT (a batch of
+    /// an import claims hundreds), which fails as a whole on any taken one.
     static func statements(claims: [OwnershipClaim], transactions: [TransactionRow]) -> [PostgresQuery] {
         var statements = [PostgresQuery]()
-        var unowned = [OwnershipClaim]()
-        for claim in claims where claim.previousOwner != claim.newOwner {
-            if let previous = claim.previousOwner {
-                statements.append("SELECT transfer_ownership(\(claim.originalTransactionID), \(previous), \(claim.newOwner))")
-            } else {
-                unowned.append(claim)
-            }
-        }
-        if !unowned.isEmpty {
-            // One statement for all of a batch's new originals.
-            let document = "[" + unowned.sorted { $0.originalTransactionID < $1.originalTransactionID }.map {
+        let changed = claims.filter { $0.previousOwner != $0.newOwner }
+            .sorted { $0.originalTransactionID < $1.originalTransactionID }
+        let fresh = changed.filter { $0.previousOwner == nil }
+        if !fresh.isEmpty {
+            let document = "[" + fresh.map {
                 "{\"o\":\(JSONArgument.string($0.originalTransactionID)),\"s\":\(JSONArgument.string($0.newOwner))}"
             }.joined(separator: ",") + "]"
             statements.append("""
                 INSERT INTO transaction_owners (original_transaction_id, subscriber_id)
                 SELECT e->>'o', e->>'s' FROM jsonb_array_elements(\(PostgresJSON(text: document))::jsonb) e
                 """)
+        }
+        for claim in changed {
+            guard let previous = claim.previousOwner else { continue }
+            statements.append("SELECT transfer_ownership(\(claim.originalTransactionID), \(previous), \(claim.newOwner))")
         }
         guard !transactions.isEmpty else { return statements }
         let unique = Set(transactions).sorted { ($0.transactionID, $0.subscriberID) < ($1.transactionID, $1.subscriberID) }
