@@ -77,26 +77,30 @@ struct Evaluation {
         // others only lend their positions and auto-renew flags, so only the
         // latest is made a full `Transaction` (a long-renewed subscription has
         // thousands, and building each dominated a read of its state).
-        var chains: [String: [SubscriberLedger.TransactionRecord]] = [:]
+        var chains: [String: [ChainLink]] = [:]
         var owned: [String: Bool] = [:]
-        for record in ledger.transactions.values where environment == nil || record.fact.environment == environment {
-            let fact = record.fact
-            if fact.productType ?? catalog.product(id: fact.productID)?.type == .autoRenewable {
+        for (key, record) in ledger.transactions where environment == nil || record.fact.environment == environment {
+            if record.fact.productType ?? catalog.product(id: record.fact.productID)?.type == .autoRenewable {
                 guard record.visibleFrom <= at else { continue }
-                let original = fact.originalTransactionID
+                let original = record.fact.originalTransactionID
                 let owns = owned[original] ?? ledger.owns(original, at: at)
                 owned[original] = owns
-                if owns { chains[original, default: []].append(record) }
+                if owns {
+                    chains[original, default: []].append(ChainLink(key: key, purchaseDate: record.fact.purchaseDate,
+                                                                   position: record.position, autoRenew: record.fact.autoRenew))
+                }
             } else if let transaction = Self.transaction(record, ledger: ledger, catalog: catalog, at: at) {
                 transactions.append(transaction)
             }
         }
         var latestOfChains: [Transaction] = []
         for chain in chains.values {
-            let latest = chain.max { left, right in
-                (left.fact.purchaseDate, left.position, left.fact.transactionID) < (right.fact.purchaseDate, right.position, right.fact.transactionID)
-            }!
-            if let transaction = Self.transaction(latest, ledger: ledger, catalog: catalog, at: at) { latestOfChains.append(transaction) }
+            // The key is the transaction id.
+            let latest = chain.max { ($0.purchaseDate, $0.position, $0.key) < ($1.purchaseDate, $1.position, $1.key) }!
+            if let record = ledger.transactions[latest.key],
+               let transaction = Self.transaction(record, ledger: ledger, catalog: catalog, at: at) {
+                latestOfChains.append(transaction)
+            }
         }
         transactions = Self.sortedInPurchaseOrder(transactions + latestOfChains)
         evaluateAutoRenewables(ledger: ledger, chains: chains)
@@ -182,15 +186,23 @@ struct Evaluation {
 
     /// - Parameter chains: each original's visible, owned transactions;
     ///   `transactions` holds the latest of each.
-    private mutating func evaluateAutoRenewables(ledger: SubscriberLedger, chains: [String: [SubscriberLedger.TransactionRecord]]) {
+    /// What a chain's other transactions lend to its latest one.
+    struct ChainLink {
+        var key: String
+        var purchaseDate: Date
+        var position: Int64
+        var autoRenew: Bool?
+    }
+
+    private mutating func evaluateAutoRenewables(ledger: SubscriberLedger, chains: [String: [ChainLink]]) {
         for latest in transactions where latest.type == .autoRenewable {
             let original = latest.fact.originalTransactionID
             let chain = chains[original] ?? []
             let terms = Self.autoRenewableTerms(latest: latest, ledger: ledger, at: at)
             var positions = chain.map(\.position) + terms.positions
             var signals = (ledger.autoRenewChanges[original] ?? []).filter { $0.date <= at }
-            signals += chain.compactMap { record in
-                record.fact.autoRenew.map { SubscriberLedger.Dated(date: record.fact.purchaseDate, position: record.position, value: $0) }
+            signals += chain.compactMap { link in
+                link.autoRenew.map { SubscriberLedger.Dated(date: link.purchaseDate, position: link.position, value: $0) }
             }
             let autoRenewSignal = signals.max { ($0.date, $0.position) < ($1.date, $1.position) }
             if let signal = autoRenewSignal { positions.append(signal.position) }

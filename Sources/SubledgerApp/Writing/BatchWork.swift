@@ -101,9 +101,13 @@ struct BatchWork {
     }
 
     private mutating func append(_ events: [LedgerEvent], to subscriberID: String, command: Int, now: Date) {
+        // Applied in memory only for the commands after it: the last command's
+        // events are never read back, and applying them would copy a ledger
+        // still shared with `read` (the whole history of a long one).
+        let isRead = command < outcomes.count - 1
         for event in events {
             let recorded = RecordedLedgerEvent(position: nextPosition, recordedAt: now, event: event)
-            streams[subscriberID]?.ledger.apply(recorded)
+            if isRead { streams[subscriberID]?.ledger.apply(recorded) }
             streams[subscriberID]?.pending.append((command, event))
             nextPosition += 1
         }
@@ -139,15 +143,20 @@ struct BatchWork {
     /// the commit. An event the store already had (a concurrent copy stored
     /// first) makes its command a duplicate of that copy, and its stream's
     /// ledger unknown until read again.
-    func result(appendResults: [StreamAppendResult], now: Date) -> WriteBatchResult {
+    /// Takes the ledgers as read out of the work (so the events are applied
+    /// to them in place, not to a copy); the work is spent after it.
+    mutating func result(appendResults: [StreamAppendResult], now: Date) -> WriteBatchResult {
         var outcomes = self.outcomes
         var ledgers = [String: SubscriberLedger]()
         for subscriberID in order where streams[subscriberID]!.pending.isEmpty {
             ledgers[subscriberID] = streams[subscriberID]!.read
         }
-        for (subscriberID, appended) in zip(appendedStreams, appendResults) {
-            let stream = streams[subscriberID]!
+        let appendedIDs = appendedStreams
+        for (subscriberID, appended) in zip(appendedIDs, appendResults) {
+            guard var stream = streams.removeValue(forKey: subscriberID) else { continue }
             var ledger = stream.read
+            stream.read = SubscriberLedger(subscriberID: subscriberID)
+            stream.ledger = stream.read
             var isKnown = true
             for (outcome, pending) in zip(appended.outcomes, stream.pending) {
                 let ownStream = isOwn(pending.command, subscriberID)
