@@ -169,8 +169,8 @@ extension ReminderProjection: StreamwiseConsumer {
 
     public func insert(_ parts: [Rows], into tables: ProjectionTables, on connection: Connection) async throws {
         let statements = [
-            try ReminderRows.saveProgressStatement(parts.flatMap(\.progress), in: tables),
-            try ReminderRows.writeStatement(parts.flatMap(\.reminders), in: tables),
+            try ReminderRows.saveProgressStatement(parts.flatMap(\.progress), in: tables, upsert: false),
+            try ReminderRows.writeStatement(parts.flatMap(\.reminders), in: tables, upsert: false),
         ].compactMap { $0 }
         if !statements.isEmpty { _ = try await connection.pipeline(statements) }
     }

@@ -46,7 +46,9 @@ enum ReminderRows {
     /// `failed` is never moved back by the projection (its event is on its
     /// way to the projection and says the same); a row that becomes pending
     /// again is due at its due time with a fresh claim.
-    static func writeStatement(_ reminders: [ScheduledReminder], in tables: ProjectionTables) throws -> PostgresQuery? {
+    /// `upsert: false` (a rebuild's load, into a shadow without its keys yet): plain inserts.
+    static func writeStatement(_ reminders: [ScheduledReminder], in tables: ProjectionTables,
+                               upsert: Bool = true) throws -> PostgresQuery? {
         guard !reminders.isEmpty else { return nil }
         return """
             INSERT INTO \(unsafeRaw: tables.name("reminders")) AS r (id, subscriber_id, "group", product_id, type, lead, expires_at,
@@ -55,18 +57,23 @@ enum ReminderRows {
             FROM jsonb_to_recordset(\(try document(reminders))::jsonb) AS x(
                 id text, subscriber_id text, "group" text, product_id text, type text, lead text,
                 expires_at timestamptz, due_at timestamptz, status text, environment text)
-            ON CONFLICT (id) DO UPDATE
-            SET subscriber_id = EXCLUDED.subscriber_id, "group" = EXCLUDED."group", product_id = EXCLUDED.product_id,
-                type = EXCLUDED.type, lead = EXCLUDED.lead, environment = EXCLUDED.environment, expires_at = EXCLUDED.expires_at, due_at = EXCLUDED.due_at,
-                status = EXCLUDED.status,
-                next_attempt_at = CASE WHEN r.status <> 'pending' AND EXCLUDED.status = 'pending'
-                                       THEN EXCLUDED.due_at ELSE r.next_attempt_at END,
-                claim_token = CASE WHEN r.status <> 'pending' AND EXCLUDED.status = 'pending'
-                                   THEN NULL ELSE r.claim_token END,
-                updated_at = now()
-            WHERE r.status NOT IN ('sent', 'failed') OR EXCLUDED.status IN ('sent', 'failed')
+            \(unsafeRaw: upsert ? onConflict : "")
             """
     }
+
+    /// The upsert's rule for a reminder already there (see `writeStatement`).
+    private static let onConflict = """
+        ON CONFLICT (id) DO UPDATE
+        SET subscriber_id = EXCLUDED.subscriber_id, "group" = EXCLUDED."group", product_id = EXCLUDED.product_id,
+            type = EXCLUDED.type, lead = EXCLUDED.lead, environment = EXCLUDED.environment, expires_at = EXCLUDED.expires_at, due_at = EXCLUDED.due_at,
+            status = EXCLUDED.status,
+            next_attempt_at = CASE WHEN r.status <> 'pending' AND EXCLUDED.status = 'pending'
+                                   THEN EXCLUDED.due_at ELSE r.next_attempt_at END,
+            claim_token = CASE WHEN r.status <> 'pending' AND EXCLUDED.status = 'pending'
+                               THEN NULL ELSE r.claim_token END,
+            updated_at = now()
+        WHERE r.status NOT IN ('sent', 'failed') OR EXCLUDED.status IN ('sent', 'failed')
+        """
 
     private static func document(_ reminders: [ScheduledReminder]) throws -> PostgresJSON {
         struct Row: Encodable {
@@ -97,15 +104,18 @@ enum ReminderRows {
     }
 
     /// Upserts the progress of many subscribers, in one statement.
-    static func saveProgressStatement(_ progress: [Progress], in tables: ProjectionTables) throws -> PostgresQuery? {
+    static func saveProgressStatement(_ progress: [Progress], in tables: ProjectionTables,
+                                      upsert: Bool = true) throws -> PostgresQuery? {
         guard !progress.isEmpty else { return nil }
         return """
             INSERT INTO \(unsafeRaw: tables.name("reminder_subscribers")) (subscriber_id, stream_version, clock, next_expiry_at)
             SELECT x.subscriber_id, x.stream_version, x.clock, x.next_expiry_at
             FROM jsonb_to_recordset(\(PostgresJSON(data: try LedgerJSON.makeEncoder().encode(progress)))::jsonb) AS x(
                 subscriber_id text, stream_version bigint, clock timestamptz, next_expiry_at timestamptz)
-            ON CONFLICT (subscriber_id) DO UPDATE
-            SET stream_version = EXCLUDED.stream_version, clock = EXCLUDED.clock, next_expiry_at = EXCLUDED.next_expiry_at
+            \(unsafeRaw: upsert ? """
+                ON CONFLICT (subscriber_id) DO UPDATE
+                SET stream_version = EXCLUDED.stream_version, clock = EXCLUDED.clock, next_expiry_at = EXCLUDED.next_expiry_at
+                """ : "")
             """
     }
 
