@@ -45,11 +45,14 @@ extension EventStore {
     /// are a function of the whole stream, the reminder projection skips
     /// versions it has applied.
     ///
-    /// `progress` gets the number of events folded or caught up so far.
+    /// `progress` gets the number of events folded or caught up so far
+    /// (events committed while it ran may be counted twice). `afterLoad`
+    /// runs once the shadow tables are loaded, before the catch-up (tests
+    /// write there).
     @discardableResult
     public func rebuildStreamwise<Consumer: StreamwiseConsumer>(
         _ consumer: Consumer, chunkSize: Int = 20_000, workers: Int = 2, catchUpBatch: Int = 2_000,
-        progress: @escaping @Sendable (Int) -> Void = { _ in }
+        progress: @escaping @Sendable (Int) -> Void = { _ in }, afterLoad: @Sendable () async throws -> Void = {}
     ) async throws -> Int {
         try await pool.withConnection { connection in
             let lock: PostgresQuery = "SELECT pg_try_advisory_lock(hashtextextended(\("rebuild:" + consumer.name), 0))"
@@ -58,7 +61,8 @@ extension EventStore {
             }
             do {
                 let total = try await rebuildHoldingLock(consumer, chunkSize: chunkSize, workers: workers,
-                                                         catchUpBatch: catchUpBatch, progress: progress, on: connection)
+                                                         catchUpBatch: catchUpBatch, progress: progress, afterLoad: afterLoad,
+                                                         on: connection)
                 try await connection.query("SELECT pg_advisory_unlock(hashtextextended(\("rebuild:" + consumer.name), 0))")
                 return total
             } catch {
@@ -71,7 +75,7 @@ extension EventStore {
 
     private func rebuildHoldingLock<Consumer: StreamwiseConsumer>(
         _ consumer: Consumer, chunkSize: Int, workers: Int, catchUpBatch: Int,
-        progress: @escaping @Sendable (Int) -> Void, on connection: Connection
+        progress: @escaping @Sendable (Int) -> Void, afterLoad: @Sendable () async throws -> Void, on connection: Connection
     ) async throws -> Int {
         let counter = RebuildCounter()
         let start = try await commitHorizon(on: connection)
@@ -95,6 +99,7 @@ extension EventStore {
             }
             try await group.waitForAll()
         }
+        try await afterLoad()
         for table in consumer.tables {
             try await connection.query("SELECT subledger_shadow_index(\(table))")
         }

@@ -57,15 +57,8 @@ struct BlueGreenRebuildTests {
             SELECT substr(stream_id, 12) FROM streams WHERE stream_id LIKE 'subscriber-%' ORDER BY 1
             """).map { try $0.decode(String.self, at: 0) }
         #expect(subscribers.count == 10)
-        let scratch = try await makeDependencies()
-        defer { Task { await scratch.pool.close() } }
-        var models: [SubscriberReadModel] = []
-        for subscriber in subscribers {
-            models.append(try await dependencies.ledger(of: subscriber).readModel(catalog: catalog))
-        }
-        try await scratch.pool.withTransaction { try await ReadModelRows.replace(models, on: $0) }
         let rebuiltRows = try await dependencies.readModelRows()
-        #expect(rebuiltRows == (try await scratch.readModelRows()), "seed \(seed): subscription tables differ from the fold")
+        #expect(rebuiltRows == (try await dependencies.foldedReadModelRows()), "seed \(seed): subscription tables differ from the fold")
 
         let rebuiltReminders = try await dependencies.reminderRows()
         #expect(rebuiltReminders.count > 10)
@@ -74,6 +67,41 @@ struct BlueGreenRebuildTests {
         // No shadow is left behind.
         let shadows = try await dependencies.pool.query("SELECT count(*) FROM pg_class WHERE relname LIKE '%\\_\\_rebuild%'")
         #expect(try shadows.first?.decode(Int.self, at: 0) == 0)
+    }
+
+    /// Facts written after the shadow tables were loaded, and applied by the
+    /// live runner to the live tables before the swap (so the live checkpoint
+    /// is past them), are in the swapped-in tables with nothing more to do:
+    /// the catch-up applied them and the checkpoint handed over says so.
+    @Test(arguments: [UInt64(21), 22])
+    func factsWrittenDuringTheLoadAreInTheSwappedTables(seed: UInt64) async throws {
+        let dependencies = try await makeDependencies()
+        defer { Task { await dependencies.pool.close() } }
+        let writer = LedgerWriter(dependencies)
+        let catalog = dependencies.catalog.catalog
+        let store = dependencies.store
+        let subscriptions = SubscriptionProjection(store: store, catalog: catalog)
+        let reminders = ReminderProjection(store: store, catalog: catalog)
+        let history = HistoryBox(RandomHistory(seed: seed, subscribers: 6))
+        _ = try await writer.write(WriteBatch(await history.next(40), refusals: .skip))
+        try await dependencies.project(subscriptions)
+        try await dependencies.project(reminders)
+        let during: @Sendable () async throws -> Void = {
+            for _ in 0..<10 {
+                _ = try await writer.write(WriteBatch(await history.next(3), refusals: .skip))
+            }
+            try await dependencies.project(subscriptions)
+            try await dependencies.project(reminders)
+        }
+        try await store.rebuildStreamwise(subscriptions, chunkSize: 7, afterLoad: during)
+        #expect(try await store.lag(of: subscriptions.name) == 0)
+        #expect(try await dependencies.readModelRows() == (try await dependencies.foldedReadModelRows()),
+                "seed \(seed): subscription rows lost in the swap")
+        try await store.rebuildStreamwise(reminders, chunkSize: 7, afterLoad: during)
+        #expect(try await store.lag(of: reminders.name) == 0)
+        let rebuiltReminders = try await dependencies.reminderRows()
+        _ = try await store.rebuild(reminders, batchSize: 50)
+        #expect(rebuiltReminders == (try await dependencies.reminderRows()), "seed \(seed): reminders lost in the swap")
     }
 
     /// While a rebuild's swap has not happened, the live tables still answer
@@ -105,7 +133,36 @@ struct BlueGreenRebuildTests {
     }
 }
 
+/// A history shared by the test and the rebuild's hook.
+actor HistoryBox {
+    var history: RandomHistory
+    init(_ history: RandomHistory) { self.history = history }
+    func next(_ count: Int) -> [WriteCommand] { (0..<count).map { _ in history.next() } }
+}
+
 extension AppDependencies {
+    /// The subscription read models of every subscriber's ledger folded from
+    /// their whole stream, as `readModelRows` shows them (written to a scratch database).
+    func foldedReadModelRows() async throws -> [String] {
+        let subscribers = try await pool.query("""
+            SELECT substr(stream_id, 12) FROM streams WHERE stream_id LIKE 'subscriber-%' ORDER BY 1
+            """).map { try $0.decode(String.self, at: 0) }
+        var models: [SubscriberReadModel] = []
+        for subscriber in subscribers {
+            models.append(try await ledger(of: subscriber).readModel(catalog: catalog.catalog))
+        }
+        let scratch = try await makeDependencies()
+        do {
+            try await scratch.pool.withTransaction { try await ReadModelRows.replace(models, on: $0) }
+            let rows = try await scratch.readModelRows()
+            await scratch.pool.close()
+            return rows
+        } catch {
+            await scratch.pool.close()
+            throw error
+        }
+    }
+
     /// The reminder projection's columns (not the dispatcher's), comparable.
     func reminderRows() async throws -> [String] {
         let reminders = try await pool.query("""
