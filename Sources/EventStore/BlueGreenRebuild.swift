@@ -87,11 +87,11 @@ extension EventStore {
             for (index, range) in ranges.enumerated() {
                 group.addTask {
                     if index == 0 {
-                        try await Self.load(range, consumer: consumer, chunkSize: chunkSize, counter: counter, progress: progress,
+                        try await load(range, consumer: consumer, chunkSize: chunkSize, counter: counter, progress: progress,
                                             on: connection)
                     } else {
                         try await pool.withConnection { other in
-                            try await Self.load(range, consumer: consumer, chunkSize: chunkSize, counter: counter,
+                            try await load(range, consumer: consumer, chunkSize: chunkSize, counter: counter,
                                                 progress: progress, on: other)
                         }
                     }
@@ -168,24 +168,37 @@ extension EventStore {
         return ranges
     }
 
-    /// One worker: reads its range page by page into the shadow tables,
-    /// folding a page while the previous one's rows are written.
-    private static func load<Consumer: StreamwiseConsumer>(
+    /// One worker: reads its range through a cursor on a connection of its
+    /// own and writes into the shadow tables on `connection`, folding a page
+    /// while the previous one's rows are written and the next one is read.
+    private func load<Consumer: StreamwiseConsumer>(
         _ range: StreamRange, consumer: Consumer, chunkSize: Int, counter: RebuildCounter,
         progress: @escaping @Sendable (Int) -> Void, on connection: Connection
     ) async throws {
-        var pages = StreamPages(range, pageSize: chunkSize)
-        var page = try await pages.next(on: connection)
-        var pending: Consumer.Rows?
-        while !page.isEmpty {
-            let streams = page
-            async let folded = consumer.rows(for: streams)
-            if let pending { try await consumer.insert([pending], into: .shadow, on: connection) }
-            let next = try await pages.next(on: connection)
-            pending = try await folded
-            progress(counter.add(streams.reduce(0) { $0 + $1.events.count }))
-            page = next
+        // What is written here is thrown away if the rebuild dies: no need to wait for each flush.
+        try await connection.query("SET synchronous_commit = off")
+        do {
+            try await pool.withConnection { reader in
+                try await reader.withTransaction { reader in
+                    try await reader.query("SET TRANSACTION READ ONLY")
+                    var cursor = try await StreamCursor(range, pageSize: chunkSize, on: reader)
+                    var page = try await cursor.next(on: reader)
+                    var pending: Consumer.Rows?
+                    while !page.isEmpty || !cursor.isFinished {
+                        let streams = page
+                        async let folded = consumer.rows(for: streams)
+                        if let pending { try await consumer.insert([pending], into: .shadow, on: connection) }
+                        page = try await cursor.next(on: reader)
+                        pending = try await folded
+                        progress(counter.add(streams.reduce(0) { $0 + $1.events.count }))
+                    }
+                    if let pending { try await consumer.insert([pending], into: .shadow, on: connection) }
+                }
+            }
+            try await connection.query("RESET synchronous_commit")
+        } catch {
+            _ = try? await connection.query("RESET synchronous_commit")
+            throw error
         }
-        if let pending { try await consumer.insert([pending], into: .shadow, on: connection) }
     }
 }

@@ -45,45 +45,51 @@ struct StreamRange: Sendable {
     var through: String?
 }
 
-/// Whole streams read a page at a time, each page one statement in a
-/// snapshot of its own (no transaction is held open, so the rebuild holds back
-/// neither vacuum nor the commit horizon the live consumers read below).
-/// Every page's snapshot is later than the rebuild's starting checkpoint, so
-/// it holds at least the events before it; what it holds beyond, the
-/// catch-up applies again, which the consumers tolerate.
-struct StreamPages {
-    var range: StreamRange
+/// Whole streams read through a cursor in (stream, version) order — one
+/// scan of the range, however many pages — in pages of about `pageSize`
+/// events; a stream cut by a page is carried into the next.
+///
+/// The cursor lives in a read-only transaction of its own connection: it
+/// never gets a transaction id, so it does not hold back the commit horizon
+/// the live consumers read below (it holds back vacuum while it runs). Its
+/// snapshot is later than the rebuild's starting checkpoint, so it holds at
+/// least the events before it; what it holds beyond, the catch-up applies
+/// again, which the consumers tolerate.
+struct StreamCursor {
     let pageSize: Int
+    private var carried: StreamEvents?
     private(set) var isFinished = false
 
-    init(_ range: StreamRange, pageSize: Int) {
-        self.range = range
-        self.pageSize = max(2, pageSize)
+    /// Declares the cursor, in the caller's (read-only) transaction.
+    init(_ range: StreamRange, pageSize: Int, on connection: Connection) async throws {
+        self.pageSize = max(1, pageSize)
+        try await connection.query("""
+            DECLARE rebuild_streams NO SCROLL CURSOR FOR
+            SELECT position, stream_id, stream_version, type, schema_version, data::text, recorded_at FROM events
+            WHERE starts_with(stream_id, \(range.prefix)) AND stream_id > \(range.after)
+              AND (\(range.through)::text IS NULL OR stream_id <= \(range.through))
+            ORDER BY stream_id, stream_version
+            """)
     }
 
     /// The next page's complete streams (empty once the range is read).
     mutating func next(on connection: Connection) async throws -> [StreamEvents] {
         guard !isFinished else { return [] }
-        let rows = try await connection.query("""
-            SELECT position, stream_id, stream_version, type, schema_version, data::text, recorded_at FROM events
-            WHERE starts_with(stream_id, \(range.prefix)) AND stream_id > \(range.after)
-              AND (\(range.through)::text IS NULL OR stream_id <= \(range.through))
-            ORDER BY stream_id, stream_version
-            LIMIT \(pageSize)
-            """)
+        let rows = try await connection.query("FETCH FORWARD \(unsafeRaw: String(pageSize)) FROM rebuild_streams")
         var streams = try Self.streams(rows)
+        if let carried {
+            if streams.first?.streamID == carried.streamID {
+                streams[0].events.insert(contentsOf: carried.events, at: 0)
+            } else {
+                streams.insert(carried, at: 0)
+            }
+        }
+        carried = nil
         if rows.count < pageSize {
             isFinished = true
-        } else if streams.count > 1 {
-            streams.removeLast()  // may go on past the page: read again next time
-        } else if let only = streams.first {
-            // One stream longer than a page: read it whole.
-            streams = try Self.streams(try await connection.query("""
-                SELECT position, stream_id, stream_version, type, schema_version, data::text, recorded_at FROM events
-                WHERE stream_id = \(only.streamID) ORDER BY stream_version
-                """))
+        } else if let last = streams.popLast() {
+            carried = last  // may go on in the next page
         }
-        if let last = streams.last { range.after = last.streamID }
         return streams
     }
 

@@ -22,7 +22,7 @@ struct CommandDatabase {
         let catalog = try CatalogSource.load(path: configuration.productsPath)
         let database = try await PreparedDatabase.prepare(configuration, logger: logger)
         let pool = ConnectionPool(configuration: PoolConfiguration(
-            conninfo: database.conninfo, maximumConnections: 2,
+            conninfo: database.conninfo, maximumConnections: 5,  // a rebuild: two workers × (cursor, writer), and the catch-up
             // Long work (import, rebuild) runs long statements: only a forgotten transaction is cut.
             sessionTimeouts: SessionTimeouts(idleInTransactionSessionTimeout: configuration.sessionTimeouts.idleInTransactionSessionTimeout)), logger: logger)
         return CommandDatabase(configuration: configuration, logger: logger, catalog: catalog, database: database, pool: pool)
