@@ -181,6 +181,9 @@ extension EventStore {
             try await pool.withConnection { reader in
                 try await reader.withTransaction { reader in
                     try await reader.query("SET TRANSACTION READ ONLY")
+                    // Walk the (stream_id, stream_version) index rather than sort the whole range
+                    // first: the first chunk comes at once and the fold and the inserts overlap the scan.
+                    try await reader.query("SET LOCAL enable_sort = off")
                     var cursor = try await StreamCursor(range, pageSize: chunkSize, on: reader)
                     var page = try await cursor.next(on: reader)
                     var pending: Consumer.Rows?
