@@ -175,7 +175,10 @@ extension ReminderProjection: StreamwiseConsumer {
         if !statements.isEmpty { _ = try await connection.pipeline(statements) }
     }
 
+    /// Carries the dispatcher's bookkeeping over, and wakes the dispatchers
+    /// when the swap commits (the catch-up into the shadow notified nobody).
     public func prepareSwap(on connection: Connection) async throws {
         try await ReminderRows.carryDeliveriesToShadow(on: connection)
+        try await connection.query(ReminderRows.notifyStatement(channel: Self.notificationChannel))
     }
 }
