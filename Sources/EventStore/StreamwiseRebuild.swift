@@ -9,136 +9,103 @@ public struct StreamEvents: Sendable {
 
 /// A consumer whose read model is a function of each stream alone, not of
 /// how streams interleave in commit order: it can be rebuilt stream by
-/// stream (`EventStore.rebuildStreamwise`) — one index scan of the log in
+/// stream (`EventStore.rebuildStreamwise`) — index range scans of the log in
 /// (stream, version) order, each stream folded once in memory, rows written
-/// in bulk — instead of replaying batch after batch in commit order.
+/// in bulk into shadow tables swapped in at the end — instead of replaying
+/// batch after batch in commit order.
 public protocol StreamwiseConsumer: EventConsumer {
     associatedtype Rows: Sendable
     /// The streams it reads: those whose id starts with this.
     var streamPrefix: String { get }
+    /// The tables of its read model; a rebuild fills a shadow copy of each
+    /// and swaps them in together.
+    var tables: [String] { get }
     /// The rows of complete streams. Pure (no I/O): runs on any thread,
     /// several at once.
     func rows(for streams: [StreamEvents]) throws -> Rows
-    /// Adds rows (of several parts of a chunk, folded apart) to the emptied
-    /// read model, in the rebuild's transaction.
-    func insert(_ parts: [Rows], on connection: Connection) async throws
+    /// Adds rows (of several parts, folded apart) to emptied tables.
+    func insert(_ parts: [Rows], into tables: ProjectionTables, on connection: Connection) async throws
+    /// What `handle` does, writing into `tables`: the rebuild's catch-up
+    /// applies what was committed while it ran to the shadow tables.
+    func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws
+    /// In the swap's transaction, just before it: carries over what the live
+    /// tables hold that the events do not (and the rebuild could not fold).
+    func prepareSwap(on connection: Connection) async throws
 }
 
-extension EventStore {
-    /// Rebuilds a streamwise consumer in one transaction, so readers keep
-    /// the old rows until it commits and `serve` keeps answering meanwhile:
-    ///
-    /// 1. the consumer's checkpoint row is locked (the live runner waits),
-    ///    the checkpoint it will get is taken (the last event of every
-    ///    transaction already finished), and the read model is emptied;
-    /// 2. a cursor reads the log in (stream, version) order in chunks of
-    ///    `chunkSize` events, so memory stays flat whatever the log's length;
-    /// 3. each chunk's complete streams are folded on `workers` tasks while
-    ///    the previous chunk's rows are written and the next chunk is fetched
-    ///    (the database and the fold each keep a core busy);
-    /// 4. the checkpoint is saved. Events committed while it ran come after
-    ///    that checkpoint and the runner applies them; any it also saw are
-    ///    applied again, which a function of the stream tolerates.
-    ///
-    /// `progress` gets the number of events read so far.
-    @discardableResult
-    public func rebuildStreamwise<Consumer: StreamwiseConsumer>(
-        _ consumer: Consumer, chunkSize: Int = 20_000, workers: Int = 2, progress: @Sendable (Int) -> Void = { _ in }
-    ) async throws -> Int {
-        try await pool.withConnection { connection in
-            try await connection.withTransaction { connection in
-                _ = try await checkpoint(of: consumer.name, on: connection, lock: true)
-                let horizon = try await connection.query("""
-                    SELECT transaction_id::text, position FROM events
-                    WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-                    ORDER BY transaction_id DESC, position DESC LIMIT 1
-                    """).first
-                let checkpoint = try horizon.map {
-                    Checkpoint(transactionID: UInt64(try $0.decode(String.self, at: 0)) ?? 0, position: try $0.decode(Int64.self, at: 1))
-                } ?? .start
-                try await consumer.reset(on: connection)
-                let prefix = consumer.streamPrefix.replacingOccurrences(of: "'", with: "''")
-                try await connection.query("""
-                    DECLARE streamwise_rebuild NO SCROLL CURSOR FOR
-                    SELECT position, stream_id, stream_version, type, schema_version, data::text, transaction_id::text, recorded_at
-                    FROM events WHERE starts_with(stream_id, '\(unsafeRaw: prefix)')
-                    ORDER BY stream_id, stream_version
-                    """)
-                let fetch: PostgresQuery = "FETCH FORWARD \(unsafeRaw: String(chunkSize)) FROM streamwise_rebuild"
-                var chunker = StreamChunker()
-                let first = try await connection.query(fetch)
-                var chunk = try chunker.add(first, isLast: first.count < chunkSize)
-                var pending: [Consumer.Rows] = []
-                var total = 0
-                while true {
-                    total += chunk.events
-                    progress(total)
-                    // Fold this chunk while the last one's rows go in and the next one comes out.
-                    let streams = chunk.streams
-                    async let folded = Self.fold(streams, consumer: consumer, workers: workers)
-                    if !pending.isEmpty { try await consumer.insert(pending, on: connection) }
-                    let next = chunk.isLast ? nil : try await connection.query(fetch)
-                    pending = try await folded
-                    guard let next else { break }
-                    chunk = try chunker.add(next, isLast: next.count < chunkSize)
-                }
-                if !pending.isEmpty { try await consumer.insert(pending, on: connection) }
-                try await connection.query("CLOSE streamwise_rebuild")
-                try await consumer.finishRebuild(on: connection)
-                try await saveCheckpoint(checkpoint, of: consumer.name, on: connection)
-                return total
-            }
-        }
-    }
-
-    /// The rows of `streams`, folded in `workers` parts at once.
-    private static func fold<Consumer: StreamwiseConsumer>(_ streams: [StreamEvents], consumer: Consumer,
-                                                           workers: Int) async throws -> [Consumer.Rows] {
-        guard !streams.isEmpty else { return [] }
-        let size = (streams.count + max(1, workers) - 1) / max(1, workers)
-        let slices = stride(from: 0, to: streams.count, by: size).map { Array(streams[$0..<min($0 + size, streams.count)]) }
-        if slices.count == 1 { return [try consumer.rows(for: slices[0])] }
-        return try await withThrowingTaskGroup(of: (Int, Consumer.Rows).self) { group in
-            for (index, slice) in slices.enumerated() {
-                group.addTask { (index, try consumer.rows(for: slice)) }
-            }
-            var results = [(Int, Consumer.Rows)]()
-            for try await result in group { results.append(result) }
-            return results.sorted { $0.0 < $1.0 }.map(\.1)
-        }
-    }
+extension StreamwiseConsumer {
+    public func prepareSwap(on connection: Connection) async throws {}
 }
 
-/// Cuts fetched rows into complete streams, carrying a stream that may go
-/// on into the next fetch.
-struct StreamChunker {
-    struct Chunk: Sendable {
-        var streams: [StreamEvents]
-        var events: Int
-        var isLast: Bool
-    }
+/// The part of the log one rebuild worker reads: the streams of a prefix with
+/// ids in (`after`, `through`] (`through` nil: no upper bound).
+struct StreamRange: Sendable {
+    var prefix: String
+    var after: String
+    var through: String?
+}
 
+/// Whole streams read through a cursor in (stream, version) order — one
+/// scan of the range, however many pages — in pages of about `pageSize`
+/// events; a stream cut by a page is carried into the next.
+///
+/// The cursor lives in a read-only transaction of its own connection: it
+/// never gets a transaction id, so it does not hold back the commit horizon
+/// the live consumers read below (it holds back vacuum while it runs). Its
+/// snapshot is later than the rebuild's starting checkpoint, so it holds at
+/// least the events before it; what it holds beyond, the catch-up applies
+/// again, which the consumers tolerate.
+struct StreamCursor {
+    let pageSize: Int
     private var carried: StreamEvents?
+    private(set) var isFinished = false
 
-    mutating func add(_ rows: PostgresRows, isLast: Bool) throws -> Chunk {
-        var streams: [StreamEvents] = []
-        var current = carried
-        carried = nil
-        for row in rows {
-            let event = try Self.decode(row)
-            if current?.streamID != event.streamID {
-                if let current { streams.append(current) }
-                current = StreamEvents(streamID: event.streamID, events: [])
-            }
-            current!.events.append(event)
-        }
-        if let current {
-            if isLast { streams.append(current) } else { carried = current }
-        }
-        return Chunk(streams: streams, events: rows.count, isLast: isLast)
+    /// Declares the cursor, in the caller's (read-only) transaction.
+    init(_ range: StreamRange, pageSize: Int, on connection: Connection) async throws {
+        self.pageSize = max(1, pageSize)
+        try await connection.query("""
+            DECLARE rebuild_streams NO SCROLL CURSOR FOR
+            SELECT position, stream_id, stream_version, type, schema_version, data::text, recorded_at FROM events
+            WHERE starts_with(stream_id, \(range.prefix)) AND stream_id > \(range.after)
+              AND (\(range.through)::text IS NULL OR stream_id <= \(range.through))
+            ORDER BY stream_id, stream_version
+            """)
     }
 
-    /// The rebuild does not read event ids, metadata or keys.
+    /// The next page's complete streams (empty once the range is read).
+    mutating func next(on connection: Connection) async throws -> [StreamEvents] {
+        guard !isFinished else { return [] }
+        let rows = try await connection.query("FETCH FORWARD \(unsafeRaw: String(pageSize)) FROM rebuild_streams")
+        var streams = try Self.streams(rows)
+        if let carried {
+            if streams.first?.streamID == carried.streamID {
+                streams[0].events.insert(contentsOf: carried.events, at: 0)
+            } else {
+                streams.insert(carried, at: 0)
+            }
+        }
+        carried = nil
+        if rows.count < pageSize {
+            isFinished = true
+        } else if let last = streams.popLast() {
+            carried = last  // may go on in the next page
+        }
+        return streams
+    }
+
+    static func streams(_ rows: PostgresRows) throws -> [StreamEvents] {
+        var streams: [StreamEvents] = []
+        for row in rows {
+            let event = try decode(row)
+            if streams.last?.streamID != event.streamID {
+                streams.append(StreamEvents(streamID: event.streamID, events: []))
+            }
+            streams[streams.count - 1].events.append(event)
+        }
+        return streams
+    }
+
+    /// The rebuild does not read event ids, metadata, keys or transaction ids.
     static let noEventID = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
 
     static func decode(_ row: PostgresRow) throws -> RecordedEvent {
@@ -147,6 +114,20 @@ struct StreamChunker {
             streamVersion: try row.decode(Int64.self, at: 2), eventID: Self.noEventID,
             type: try row.decode(String.self, at: 3), schemaVersion: try row.decode(Int.self, at: 4),
             data: Data(try row.decode(String.self, at: 5).utf8), metadata: EventMetadata(), idempotencyKey: nil,
-            transactionID: UInt64(try row.decode(String.self, at: 6)) ?? 0, recordedAt: try row.decode(Date.self, at: 7))
+            transactionID: 0, recordedAt: try row.decode(Date.self, at: 6))
+    }
+}
+
+/// Events counted across the rebuild's workers, for progress reports.
+final class RebuildCounter: @unchecked Sendable {
+    // Safety: `total` is only touched under `lock`.
+    private let lock = NSLock()
+    private var total = 0
+
+    func add(_ count: Int) -> Int {
+        lock.withLock {
+            total += count
+            return total
+        }
     }
 }

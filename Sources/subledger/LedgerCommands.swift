@@ -23,7 +23,8 @@ struct CommandDatabase {
         let catalog = try CatalogSource.load(path: configuration.productsPath)
         let database = try await PreparedDatabase.prepare(configuration, logger: logger)
         let pool = ConnectionPool(configuration: PoolConfiguration(
-            conninfo: database.conninfo, maximumConnections: max(2, connections),
+            // At least five: a rebuild runs two workers × (cursor, writer) and the catch-up.
+            conninfo: database.conninfo, maximumConnections: max(5, connections),
             // Long work (import, rebuild) runs long statements: only a forgotten transaction is cut.
             sessionTimeouts: SessionTimeouts(idleInTransactionSessionTimeout: configuration.sessionTimeouts.idleInTransactionSessionTimeout)), logger: logger)
         return CommandDatabase(configuration: configuration, logger: logger, catalog: catalog, database: database, pool: pool)

@@ -8,11 +8,11 @@ struct Rebuild: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Rebuild projections from the event log (all of them, or the one named).",
         discussion: """
-            Each projection is emptied and refilled in one transaction: readers see the old \
-            read model until it commits, `serve` keeps answering meanwhile, and a running server's \
-            consumer goes on from where the rebuild stopped. A projection whose rows are a function \
-            of each stream (subscriptions) reads the log stream by stream in chunks and folds on \
-            two cores; the others replay in commit order. Projections: \(Projections.names.joined(separator: ", ")).
+            Each projection is rebuilt blue-green: two workers read the log stream by stream in \
+            chunks, fold them in memory and bulk-load shadow tables, which then catch up on what was \
+            written meanwhile and are swapped in by one short transaction that hands over the live \
+            consumer's checkpoint. `serve` keeps answering from the old tables, and its consumer keeps \
+            them current, until the swap. Projections: \(Projections.names.joined(separator: ", ")).
             """)
 
     @OptionGroup var options: ConfigurationOptions
@@ -45,6 +45,7 @@ struct Rebuild: AsyncParsableCommand {
                 let report: @Sendable (Int) -> Void = { done in
                     display.update(Self.progressLine(done: done, total: total, elapsed: (ContinuousClock.now - started).inSeconds))
                 }
+                // Both projections are streamwise; a consumer that is not replays in commit order in one transaction.
                 let replayed = if let streamwise = consumer as? any StreamwiseConsumer {
                     try await Self.rebuild(streamwise, store: store, chunkSize: chunkSize, progress: report)
                 } else {

@@ -125,13 +125,18 @@ struct ReminderProjectionTests {
             let replayed = try await fixture.dependencies.store.rebuild(fixture.projection, batchSize: 7)
             #expect(replayed == 62)
             #expect(try await fixture.snapshot() == live)
+            // Stream by stream into shadow tables, swapped in: the same rows.
+            let folded = try await fixture.dependencies.store.rebuildStreamwise(fixture.projection, chunkSize: 5)
+            #expect(folded >= 62)
+            #expect(try await fixture.snapshot() == live)
         }
     }
 
     /// The dispatcher's lease and retry count are not in the events: a rebuild
     /// must keep them, or a reminder being delivered could be claimed and sent
     /// again by another dispatcher.
-    @Test func aRebuildKeepsTheDispatchersLeaseAndAttempts() async throws {
+    @Test(arguments: [false, true])
+    func aRebuildKeepsTheDispatchersLeaseAndAttempts(streamwise: Bool) async throws {
         try await ReminderFixture.with { fixture in
             let now = Date()
             try await fixture.append("alice", [ReminderFixture.pass("t1", at: now - 10 * 86_400)])
@@ -147,7 +152,11 @@ struct ReminderProjectionTests {
                 """)
             let before = try await pool.query(
                 "SELECT attempts, claim_token::text, next_attempt_at, last_error FROM reminders WHERE id = \(id)").first?.values
-            try await fixture.dependencies.store.rebuild(fixture.projection, batchSize: 2)
+            if streamwise {
+                try await fixture.dependencies.store.rebuildStreamwise(fixture.projection, chunkSize: 2)
+            } else {
+                try await fixture.dependencies.store.rebuild(fixture.projection, batchSize: 2)
+            }
             let after = try await pool.query(
                 "SELECT attempts, claim_token::text, next_attempt_at, last_error FROM reminders WHERE id = \(id)").first?.values
             #expect(before != nil && after == before)

@@ -14,6 +14,12 @@ import Postgres
 /// (reading the stream, so an event that commits in a later batch than a
 /// newer one of the same stream is still applied in its place), and "now" is
 /// the latest `recorded_at` seen in the stream, never the wall clock.
+///
+/// A batch costs two round trips whatever it holds: one pipeline reads every
+/// touched subscriber's progress, ledger (from the latest snapshot not past
+/// that progress) and new events, and their scheduled reminders; the
+/// schedules are computed in memory; one pipeline writes the progress rows,
+/// the changed reminders (multi-row upserts) and the dispatchers' wake-up.
 public struct ReminderProjection: EventConsumer {
     public static let consumerName = "reminders"
     /// Notified when a reminder becomes pending; dispatchers listen.
@@ -29,6 +35,10 @@ public struct ReminderProjection: EventConsumer {
     }
 
     public func handle(_ events: [RecordedEvent], on connection: Connection) async throws {
+        try await handle(events, into: .live, on: connection)
+    }
+
+    public func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws {
         var through: [String: Int64] = [:]
         var order: [String] = []
         for event in events {
@@ -36,19 +46,35 @@ public struct ReminderProjection: EventConsumer {
             if through[subscriberID] == nil { order.append(subscriberID) }
             through[subscriberID] = max(through[subscriberID] ?? 0, event.streamVersion)
         }
-        var notify = false
+        guard !order.isEmpty else { return }
+        let read = try await connection.pipeline([
+            try SubscriberSnapshots.replayQuery(order.map { ($0, through[$0]!) }, progressTable: tables.name("reminder_subscribers")),
+            ReminderRows.scheduledQuery(of: order, in: tables),
+        ])
+        let replays = try await SubscriberSnapshots.replays(read[0], through: through, on: connection)
+        let scheduled = try ReminderRows.scheduled(read[1])
+        var progress: [ReminderRows.Progress] = []
+        var changed: [ScheduledReminder] = []
         for subscriberID in order {
-            notify = try await update(subscriberID: subscriberID, through: through[subscriberID]!, on: connection) || notify
+            guard let replay = replays[subscriberID] else { continue }
+            var fold = ReminderFold(replay, scheduled: scheduled[subscriberID] ?? [])
+            for (version, event) in replay.events { fold.apply(event, version: version, catalog: catalog) }
+            progress.append(fold.progress(catalog: catalog))
+            changed += fold.schedule.changedReminders
         }
-        if notify {
-            try await ReminderRows.notifyDispatchers(channel: Self.notificationChannel, on: connection)
+        var writes = [try ReminderRows.saveProgressStatement(progress, in: tables), try ReminderRows.writeStatement(changed, in: tables)]
+        if tables == .live && changed.contains(where: { $0.status == .pending }) {
+            writes.append(ReminderRows.notifyStatement(channel: Self.notificationChannel))
         }
+        let statements = writes.compactMap { $0 }
+        if !statements.isEmpty { _ = try await connection.pipeline(statements) }
     }
 
-    /// The dispatcher's bookkeeping (attempts, lease, last error) is not in
-    /// the events: it is set aside here and put back by `finishRebuild`, so a
-    /// rebuild neither drops a running delivery's lease (which would let
-    /// another dispatcher send it again) nor restarts its backoff.
+    /// For the commit-order rebuild (`EventStore.rebuild`): the dispatcher's
+    /// bookkeeping (attempts, lease, last error) is not in the events: it is
+    /// set aside here and put back by `finishRebuild`, so a rebuild neither
+    /// drops a running delivery's lease (which would let another dispatcher
+    /// send it again) nor restarts its backoff.
     public func reset(on connection: Connection) async throws {
         try await ReminderRows.resetKeepingDeliveries(on: connection)
     }
@@ -62,43 +88,97 @@ public struct ReminderProjection: EventConsumer {
         guard streamID.hasPrefix(prefix) else { return nil }
         return String(streamID.dropFirst(prefix.count))
     }
+}
 
-    /// Applies the subscriber's events up to stream version `through`; returns
-    /// whether a reminder became pending.
-    private func update(subscriberID: String, through: Int64, on connection: Connection) async throws -> Bool {
-        let progress = try await ReminderRows.progress(of: subscriberID, on: connection)
-        let applied = progress?.streamVersion ?? 0
-        guard through > applied else { return false }
-        var clock = progress?.clock ?? .distantPast
+/// One subscriber's reminders moved along their stream, event by event: the
+/// same pure steps for a live batch (from the stored progress) and a rebuild
+/// (from nothing).
+struct ReminderFold {
+    var ledger: SubscriberLedger
+    /// Versions up to this one were applied before: folded, not scheduled again.
+    let applied: Int64
+    var version: Int64
+    var clock: Date
+    var schedule: ReminderSchedule
 
-        let stored = try await store.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection)
-            .filter { $0.streamVersion <= through }
-        var ledger = SubscriberLedger(subscriberID: subscriberID)
-        var schedule = ReminderSchedule(try await ReminderRows.scheduled(of: subscriberID, on: connection))
-        for event in stored {
-            let recorded = try SubscriberStreams.ledgerEvent(event)
-            ledger.apply(recorded)
-            guard event.streamVersion > applied else { continue }
-            clock = max(clock, event.recordedAt)
-            switch recorded.event {
-            case .reminderSent(let delivery):
-                schedule.markSent(delivery.reminderID)
-            case .reminderFailed(let delivery):
-                schedule.markFailed(delivery.reminderID)
-            default:
-                schedule.schedule(Coverage.desiredReminders(of: ledger, catalog: catalog, now: clock), now: clock)
-            }
+    init(_ replay: LedgerReplay, scheduled: [ScheduledReminder]) {
+        ledger = replay.ledger
+        applied = replay.applied
+        version = replay.applied
+        clock = replay.clock
+        schedule = ReminderSchedule(scheduled)
+    }
+
+    init(subscriberID: String) {
+        self.init(LedgerReplay(ledger: SubscriberLedger(subscriberID: subscriberID), applied: 0, clock: .distantPast, events: []),
+                  scheduled: [])
+    }
+
+    mutating func apply(_ recorded: RecordedLedgerEvent, version: Int64, catalog: Catalog) {
+        ledger.apply(recorded)
+        guard version > applied else { return }
+        self.version = max(self.version, version)
+        clock = max(clock, recorded.recordedAt)
+        switch recorded.event {
+        case .reminderSent(let delivery):
+            schedule.markSent(delivery.reminderID)
+        case .reminderFailed(let delivery):
+            schedule.markFailed(delivery.reminderID)
+        default:
+            schedule.schedule(Coverage.desiredReminders(of: ledger, catalog: catalog, now: clock), now: clock)
         }
+    }
+
+    /// The progress row: version, clock and the earliest unrecorded coverage end.
+    func progress(catalog: Catalog) -> ReminderRows.Progress {
         let nextExpiry = Coverage.dueExpiries(of: ledger, catalog: catalog, now: .distantFuture)
             .compactMap { event -> Date? in
                 if case .expired(let expiry) = event { return expiry.expiresDate }
                 return nil
             }
             .min()
-        try await ReminderRows.saveProgress(of: subscriberID, streamVersion: through, clock: clock, nextExpiry: nextExpiry,
-                                            on: connection)
-        let changed = schedule.changedReminders
-        try await ReminderRows.write(changed, subscriberID: subscriberID, on: connection)
-        return changed.contains { $0.status == .pending }
+        return ReminderRows.Progress(subscriber_id: ledger.subscriberID, stream_version: version, clock: clock, next_expiry_at: nextExpiry)
+    }
+}
+
+/// Each subscriber's reminders are a function of their stream alone (in
+/// stream order, with the stream's own clock), so a rebuild folds the log
+/// stream by stream into shadow tables (`EventStore.rebuildStreamwise`).
+extension ReminderProjection: StreamwiseConsumer {
+    public struct Rows: Sendable {
+        var progress: [ReminderRows.Progress] = []
+        var reminders: [ScheduledReminder] = []
+    }
+
+    public var streamPrefix: String { SubscriberStreams.streamID(for: "") }
+    public var tables: [String] { ReminderRows.tables }
+
+    public func rows(for streams: [StreamEvents]) throws -> Rows {
+        var rows = Rows()
+        for stream in streams {
+            guard let subscriberID = Self.subscriberID(ofStream: stream.streamID) else { continue }
+            var fold = ReminderFold(subscriberID: subscriberID)
+            for event in stream.events {
+                fold.apply(try SubscriberStreams.ledgerEvent(event), version: event.streamVersion, catalog: catalog)
+            }
+            rows.progress.append(fold.progress(catalog: catalog))
+            rows.reminders += fold.schedule.changedReminders
+        }
+        return rows
+    }
+
+    public func insert(_ parts: [Rows], into tables: ProjectionTables, on connection: Connection) async throws {
+        let statements = [
+            try ReminderRows.saveProgressStatement(parts.flatMap(\.progress), in: tables, upsert: false),
+            try ReminderRows.writeStatement(parts.flatMap(\.reminders), in: tables, upsert: false),
+        ].compactMap { $0 }
+        if !statements.isEmpty { _ = try await connection.pipeline(statements) }
+    }
+
+    /// Carries the dispatcher's bookkeeping over, and wakes the dispatchers
+    /// when the swap commits (the catch-up into the shadow notified nobody).
+    public func prepareSwap(on connection: Connection) async throws {
+        try await ReminderRows.carryDeliveriesToShadow(on: connection)
+        try await connection.query(ReminderRows.notifyStatement(channel: Self.notificationChannel))
     }
 }

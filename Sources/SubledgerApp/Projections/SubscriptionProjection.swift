@@ -27,6 +27,10 @@ public struct SubscriptionProjection: EventConsumer {
     }
 
     public func handle(_ events: [RecordedEvent], on connection: Connection) async throws {
+        try await handle(events, into: .live, on: connection)
+    }
+
+    public func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws {
         var subscribers: [String] = []
         var seen = Set<String>()
         for event in events {
@@ -41,7 +45,7 @@ public struct SubscriptionProjection: EventConsumer {
         }
         // A ledger read with a long tail is stored again, in the same round trip.
         let snapshots = SubscriberSnapshots.saveStatement(loaded.values.filter(\.isSnapshotDue))
-        try await ReadModelRows.replace(models, alongside: snapshots.map { [$0] } ?? [], on: connection)
+        try await ReadModelRows.replace(models, alongside: snapshots.map { [$0] } ?? [], into: tables, on: connection)
     }
 
     public func reset(on connection: Connection) async throws {
@@ -50,9 +54,10 @@ public struct SubscriptionProjection: EventConsumer {
 }
 
 /// The rows are a function of each subscriber's stream alone, so a rebuild
-/// reads the log stream by stream (`EventStore.rebuildStreamwise`).
+/// reads the log stream by stream into shadow tables (`EventStore.rebuildStreamwise`).
 extension SubscriptionProjection: StreamwiseConsumer {
     public var streamPrefix: String { SubscriberStreams.streamID(for: "") }
+    public var tables: [String] { ReadModelRows.tables }
 
     public func rows(for streams: [StreamEvents]) throws -> [SubscriberReadModel] {
         try streams.compactMap { stream in
@@ -63,7 +68,7 @@ extension SubscriptionProjection: StreamwiseConsumer {
         }
     }
 
-    public func insert(_ parts: [[SubscriberReadModel]], on connection: Connection) async throws {
-        try await ReadModelRows.insert(parts.flatMap { $0 }, on: connection)
+    public func insert(_ parts: [[SubscriberReadModel]], into tables: ProjectionTables, on connection: Connection) async throws {
+        try await ReadModelRows.insert(parts.flatMap { $0 }, into: tables, on: connection)
     }
 }

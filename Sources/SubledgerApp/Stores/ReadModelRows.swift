@@ -13,37 +13,38 @@ enum ReadModelRows {
     /// pipeline mode), so a batch costs one round trip however many
     /// subscribers it touches. `alongside` joins the same pipeline. Runs in
     /// the caller's transaction.
-    static func replace(_ models: [SubscriberReadModel], alongside: [PostgresQuery] = [], on connection: Connection) async throws {
+    static func replace(_ models: [SubscriberReadModel], alongside: [PostgresQuery] = [], into tables: ProjectionTables = .live,
+                        on connection: Connection) async throws {
         guard !models.isEmpty else { return }
-        _ = try await connection.pipeline(deletions(models) + (try insertions(models)) + alongside)
+        _ = try await connection.pipeline(deletions(models, tables) + (try insertions(models, tables)) + alongside)
     }
 
     /// Adds the rows of `models` (a rebuild, into emptied tables): one
     /// multi-row INSERT per table, in one round trip.
-    static func insert(_ models: [SubscriberReadModel], on connection: Connection) async throws {
-        let statements = try insertions(models)
+    static func insert(_ models: [SubscriberReadModel], into tables: ProjectionTables = .live, on connection: Connection) async throws {
+        let statements = try insertions(models, tables)
         if !statements.isEmpty { _ = try await connection.pipeline(statements) }
     }
 
-    private static func deletions(_ models: [SubscriberReadModel]) -> [PostgresQuery] {
+    private static func deletions(_ models: [SubscriberReadModel], _ target: ProjectionTables) -> [PostgresQuery] {
         let subscribers = JSONArgument.strings(models.map(\.subscriberID))
         let environments = JSONArgument.strings(Environment.allCases.map(\.rawValue))
         return tables.map { table -> PostgresQuery in
             """
-            DELETE FROM \(unsafeRaw: table)
+            DELETE FROM \(unsafeRaw: target.name(table))
             WHERE environment IN (SELECT jsonb_array_elements_text(\(environments)::jsonb))
               AND subscriber_id IN (SELECT jsonb_array_elements_text(\(subscribers)::jsonb))
             """
         }
     }
 
-    private static func insertions(_ models: [SubscriberReadModel]) throws -> [PostgresQuery] {
+    private static func insertions(_ models: [SubscriberReadModel], _ target: ProjectionTables) throws -> [PostgresQuery] {
         let encoder = LedgerJSON.makeEncoder()
         var statements: [PostgresQuery] = []
         let subscriptions = models.flatMap { model in model.subscriptions.map { SubscriptionRow(model.subscriberID, $0) } }
         if !subscriptions.isEmpty {
             statements.append("""
-                INSERT INTO subscriptions (environment, subscriber_id, "group", series, product_id, type, original_transaction_id,
+                INSERT INTO \(unsafeRaw: target.name("subscriptions")) (environment, subscriber_id, "group", series, product_id, type, original_transaction_id,
                                            latest_transaction_id, starts_at, expires_at, grace_ends_at, revoked_at, auto_renew,
                                            entitlements)
                 SELECT x.environment, x.subscriber_id, x."group", x.series, x.product_id, x.type, x.original_transaction_id,
@@ -58,7 +59,7 @@ enum ReadModelRows {
         let periods = models.flatMap { model in model.periods.map { PeriodRow(model.subscriberID, $0) } }
         if !periods.isEmpty {
             statements.append("""
-                INSERT INTO non_renewing_periods (environment, subscriber_id, transaction_id, "group", product_id,
+                INSERT INTO \(unsafeRaw: target.name("non_renewing_periods")) (environment, subscriber_id, transaction_id, "group", product_id,
                                                   original_transaction_id, starts_at, ends_at)
                 SELECT x.environment, x.subscriber_id, x.transaction_id, x."group", x.product_id, x.original_transaction_id,
                        x.starts_at, x.ends_at
@@ -70,7 +71,7 @@ enum ReadModelRows {
         let entitlements = models.flatMap { model in model.entitlements.map { EntitlementRow(model.subscriberID, $0) } }
         if !entitlements.isEmpty {
             statements.append("""
-                INSERT INTO entitlements (environment, subscriber_id, entitlement, starts_at, ends_at, product_id, source_transaction_id)
+                INSERT INTO \(unsafeRaw: target.name("entitlements")) (environment, subscriber_id, entitlement, starts_at, ends_at, product_id, source_transaction_id)
                 SELECT x.environment, x.subscriber_id, x.entitlement, x.starts_at, x.ends_at, x.product_id, x.source_transaction_id
                 FROM jsonb_to_recordset(\(PostgresJSON(data: try encoder.encode(entitlements)))::jsonb) AS x(
                     environment text, subscriber_id text, entitlement text, starts_at timestamptz, ends_at timestamptz,
@@ -80,7 +81,7 @@ enum ReadModelRows {
         let products = models.flatMap { model in model.products.map { ProductRow(model.subscriberID, $0) } }
         if !products.isEmpty {
             statements.append("""
-                INSERT INTO product_activity (environment, subscriber_id, product_id, starts_at, ends_at, type, "group",
+                INSERT INTO \(unsafeRaw: target.name("product_activity")) (environment, subscriber_id, product_id, starts_at, ends_at, type, "group",
                                               source_transaction_id)
                 SELECT x.environment, x.subscriber_id, x.product_id, x.starts_at, x.ends_at, x.type, x."group",
                        x.source_transaction_id

@@ -1,3 +1,4 @@
+import EventStore
 import Foundation
 import Ledger
 import Postgres
@@ -21,71 +22,114 @@ enum ReminderRows {
         return (reminder, ReminderStatus(rawValue: status) ?? .pending, try row.decode(Int.self, at: 9), try row.decode(String?.self, at: 10))
     }
 
-    static func scheduled(of subscriberID: String, on connection: Connection) async throws -> [ScheduledReminder] {
-        try await connection.query("""
-            SELECT \(unsafeRaw: columns) FROM reminders WHERE subscriber_id = \(subscriberID)
-            """).map { row in
-            let (reminder, status, _, _) = try reminder(row)
-            return ScheduledReminder(reminder: reminder, status: status)
-        }
+    static let tables = ["reminders", "reminder_subscribers"]
+
+    /// The reminders of `subscriberIDs`, in one statement.
+    static func scheduledQuery(of subscriberIDs: [String], in tables: ProjectionTables) -> PostgresQuery {
+        """
+        SELECT \(unsafeRaw: columns) FROM \(unsafeRaw: tables.name("reminders"))
+        WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb))
+        """
     }
 
-    /// Upserts the projection's columns. A row the dispatcher has meanwhile
-    /// marked `sent` or `failed` is never moved back by the projection (its
-    /// event is on its way to the projection and says the same); a row that
-    /// becomes pending again is due at its due time with a fresh claim.
-    static func write(_ reminders: [ScheduledReminder], subscriberID: String, on connection: Connection) async throws {
-        guard !reminders.isEmpty else { return }
+    static func scheduled(_ rows: PostgresRows) throws -> [String: [ScheduledReminder]] {
+        var scheduled: [String: [ScheduledReminder]] = [:]
+        for row in rows {
+            let (reminder, status, _, _) = try reminder(row)
+            scheduled[reminder.subscriberID, default: []].append(ScheduledReminder(reminder: reminder, status: status))
+        }
+        return scheduled
+    }
+
+    /// Upserts the projection's columns of many subscribers' reminders, in
+    /// one statement. A row the dispatcher has meanwhile marked `sent` or
+    /// `failed` is never moved back by the projection (its event is on its
+    /// way to the projection and says the same); a row that becomes pending
+    /// again is due at its due time with a fresh claim.
+    /// `upsert: false` (a rebuild's load, into a shadow without its keys yet): plain inserts.
+    static func writeStatement(_ reminders: [ScheduledReminder], in tables: ProjectionTables,
+                               upsert: Bool = true) throws -> PostgresQuery? {
+        guard !reminders.isEmpty else { return nil }
+        return """
+            INSERT INTO \(unsafeRaw: tables.name("reminders")) AS r (id, subscriber_id, "group", product_id, type, lead, expires_at,
+                                                                      due_at, status, next_attempt_at, environment)
+            SELECT x.id, x.subscriber_id, x."group", x.product_id, x.type, x.lead, x.expires_at, x.due_at, x.status, x.due_at, x.environment
+            FROM jsonb_to_recordset(\(try document(reminders))::jsonb) AS x(
+                id text, subscriber_id text, "group" text, product_id text, type text, lead text,
+                expires_at timestamptz, due_at timestamptz, status text, environment text)
+            \(unsafeRaw: upsert ? onConflict : "")
+            """
+    }
+
+    /// The upsert's rule for a reminder already there (see `writeStatement`).
+    private static let onConflict = """
+        ON CONFLICT (id) DO UPDATE
+        SET subscriber_id = EXCLUDED.subscriber_id, "group" = EXCLUDED."group", product_id = EXCLUDED.product_id,
+            type = EXCLUDED.type, lead = EXCLUDED.lead, environment = EXCLUDED.environment, expires_at = EXCLUDED.expires_at, due_at = EXCLUDED.due_at,
+            status = EXCLUDED.status,
+            next_attempt_at = CASE WHEN r.status <> 'pending' AND EXCLUDED.status = 'pending'
+                                   THEN EXCLUDED.due_at ELSE r.next_attempt_at END,
+            claim_token = CASE WHEN r.status <> 'pending' AND EXCLUDED.status = 'pending'
+                               THEN NULL ELSE r.claim_token END,
+            updated_at = now()
+        WHERE r.status NOT IN ('sent', 'failed') OR EXCLUDED.status IN ('sent', 'failed')
+        """
+
+    private static func document(_ reminders: [ScheduledReminder]) throws -> PostgresJSON {
         struct Row: Encodable {
             var id, subscriber_id, group, product_id, type, lead, status, environment: String
             var expires_at, due_at: Date
         }
         let rows = reminders.map {
-            Row(id: $0.reminder.id, subscriber_id: subscriberID, group: $0.reminder.group, product_id: $0.reminder.productID,
+            Row(id: $0.reminder.id, subscriber_id: $0.reminder.subscriberID, group: $0.reminder.group, product_id: $0.reminder.productID,
                 type: $0.reminder.type.rawValue, lead: $0.reminder.lead.description, status: $0.status.rawValue,
                 environment: $0.reminder.environment.rawValue,
                 expires_at: $0.reminder.expiresAt, due_at: $0.reminder.dueAt)
         }
-        let document = PostgresJSON(data: try LedgerJSON.makeEncoder().encode(rows))
-        try await connection.query("""
-            INSERT INTO reminders AS r (id, subscriber_id, "group", product_id, type, lead, expires_at, due_at, status, next_attempt_at, environment)
-            SELECT x.id, x.subscriber_id, x."group", x.product_id, x.type, x.lead, x.expires_at, x.due_at, x.status, x.due_at, x.environment
-            FROM jsonb_to_recordset(\(document)::jsonb) AS x(
-                id text, subscriber_id text, "group" text, product_id text, type text, lead text,
-                expires_at timestamptz, due_at timestamptz, status text, environment text)
-            ON CONFLICT (id) DO UPDATE
-            SET subscriber_id = EXCLUDED.subscriber_id, "group" = EXCLUDED."group", product_id = EXCLUDED.product_id,
-                type = EXCLUDED.type, lead = EXCLUDED.lead, environment = EXCLUDED.environment, expires_at = EXCLUDED.expires_at, due_at = EXCLUDED.due_at,
-                status = EXCLUDED.status,
-                next_attempt_at = CASE WHEN r.status <> 'pending' AND EXCLUDED.status = 'pending'
-                                       THEN EXCLUDED.due_at ELSE r.next_attempt_at END,
-                claim_token = CASE WHEN r.status <> 'pending' AND EXCLUDED.status = 'pending'
-                                   THEN NULL ELSE r.claim_token END,
-                updated_at = now()
-            WHERE r.status NOT IN ('sent', 'failed') OR EXCLUDED.status IN ('sent', 'failed')
-            """)
+        return PostgresJSON(data: try LedgerJSON.makeEncoder().encode(rows))
     }
 
     /// Wakes the dispatchers (they listen on `channel`) when this transaction commits.
-    static func notifyDispatchers(channel: String, on connection: Connection) async throws {
-        try await connection.query("SELECT pg_notify(\(channel), '')")
+    static func notifyStatement(channel: String) -> PostgresQuery {
+        "SELECT pg_notify(\(channel), '')"
     }
 
-    /// How far the projection has applied a subscriber's stream, and its clock.
-    static func progress(of subscriberID: String, on connection: Connection) async throws -> (streamVersion: Int64, clock: Date)? {
-        guard let row = try await connection.query("""
-            SELECT stream_version, clock FROM reminder_subscribers WHERE subscriber_id = \(subscriberID)
-            """).first else { return nil }
-        return (try row.decode(Int64.self, at: 0), try row.decode(Date.self, at: 1))
+    /// How far the projection has applied each subscriber's stream, its
+    /// clock, and the earliest coverage end the expiry sweeper has to record.
+    struct Progress: Encodable, Sendable {
+        var subscriber_id: String
+        var stream_version: Int64
+        var clock: Date
+        @ExplicitNull var next_expiry_at: Date?
     }
 
-    static func saveProgress(of subscriberID: String, streamVersion: Int64, clock: Date, nextExpiry: Date?,
-                             on connection: Connection) async throws {
+    /// Upserts the progress of many subscribers, in one statement.
+    static func saveProgressStatement(_ progress: [Progress], in tables: ProjectionTables,
+                                      upsert: Bool = true) throws -> PostgresQuery? {
+        guard !progress.isEmpty else { return nil }
+        return """
+            INSERT INTO \(unsafeRaw: tables.name("reminder_subscribers")) (subscriber_id, stream_version, clock, next_expiry_at)
+            SELECT x.subscriber_id, x.stream_version, x.clock, x.next_expiry_at
+            FROM jsonb_to_recordset(\(PostgresJSON(data: try LedgerJSON.makeEncoder().encode(progress)))::jsonb) AS x(
+                subscriber_id text, stream_version bigint, clock timestamptz, next_expiry_at timestamptz)
+            \(unsafeRaw: upsert ? """
+                ON CONFLICT (subscriber_id) DO UPDATE
+                SET stream_version = EXCLUDED.stream_version, clock = EXCLUDED.clock, next_expiry_at = EXCLUDED.next_expiry_at
+                """ : "")
+            """
+    }
+
+    /// In a rebuild's swap: the dispatcher's bookkeeping (attempts, lease,
+    /// last error) is not in the events, so it is carried from the live rows
+    /// to the rebuilt ones still pending, or a running delivery's lease would
+    /// be dropped (and another dispatcher could send it again) and its
+    /// backoff restarted.
+    static func carryDeliveriesToShadow(on connection: Connection) async throws {
         try await connection.query("""
-            INSERT INTO reminder_subscribers (subscriber_id, stream_version, clock, next_expiry_at)
-            VALUES (\(subscriberID), \(streamVersion), \(clock), \(nextExpiry))
-            ON CONFLICT (subscriber_id) DO UPDATE
-            SET stream_version = EXCLUDED.stream_version, clock = EXCLUDED.clock, next_expiry_at = EXCLUDED.next_expiry_at
+            UPDATE \(unsafeRaw: ProjectionTables.shadow.name("reminders")) r
+            SET attempts = l.attempts, next_attempt_at = l.next_attempt_at, claim_token = l.claim_token, last_error = l.last_error
+            FROM reminders l
+            WHERE r.id = l.id AND r.status = 'pending' AND l.status = 'pending'
             """)
     }
 

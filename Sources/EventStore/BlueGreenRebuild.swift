@@ -1,0 +1,207 @@
+import Foundation
+import Postgres
+
+/// A rebuild of the same consumer is already running elsewhere.
+public struct RebuildAlreadyRunning: Error, CustomStringConvertible {
+    public let consumer: String
+    public var description: String { "a rebuild of \(consumer) is already running; wait for it to finish" }
+}
+
+extension EventStore {
+    /// Rebuilds a streamwise consumer blue-green, without stopping the live
+    /// one: `serve` reads the old tables and its runner keeps them current
+    /// until one short transaction swaps the rebuilt ones in.
+    ///
+    /// 1. The starting checkpoint S is taken: the last event of every
+    ///    transaction finished by now (everything at or before S is visible
+    ///    to any later snapshot). Empty shadow tables are created.
+    /// 2. `workers` connections each read a range of the streams (split at
+    ///    the median stream id) in pages of about `chunkSize` events, whole
+    ///    streams at a time, fold them in memory while the previous page's
+    ///    rows go into the shadow tables and the next page comes out. Memory
+    ///    holds a few pages per worker, whatever the log's length.
+    /// 3. The shadow tables get their indexes, then catch up: the events
+    ///    after S (in commit order, as the live runner reads them) are
+    ///    applied to them by the consumer's own batch code, in short
+    ///    transactions, until a batch comes back short.
+    /// 4. The swap, in one transaction: it locks the live consumer's
+    ///    checkpoint row — the row every live batch locks first
+    ///    (`processBatch`) — so no live batch runs until it commits; applies
+    ///    what was committed since step 3; lets the consumer carry over state
+    ///    the events do not hold (`prepareSwap`); replaces the live tables
+    ///    with the shadows (renames); and sets the checkpoint to the last
+    ///    event applied.
+    ///
+    /// Why nothing is lost or applied twice: the shadow holds every event up
+    /// to that checkpoint (the fold has everything up to S, the catch-up
+    /// everything committed after S up to the checkpoint, read under the
+    /// lock, so nothing committed later can sort before it); the live
+    /// runner, once it gets the lock, reads the new checkpoint and goes on
+    /// from there into the new tables (its statements are parsed after the
+    /// lock wait, so they name the swapped-in tables). A live batch that
+    /// committed before the swap wrote into the dropped tables, and its
+    /// events are in the shadow's catch-up. Events that the fold already saw
+    /// and the catch-up applies again are harmless: the subscription rows
+    /// are a function of the whole stream, the reminder projection skips
+    /// versions it has applied.
+    ///
+    /// `progress` gets the number of events folded or caught up so far
+    /// (events committed while it ran may be counted twice). `afterLoad`
+    /// runs once the shadow tables are loaded, before the catch-up (tests
+    /// write there).
+    @discardableResult
+    public func rebuildStreamwise<Consumer: StreamwiseConsumer>(
+        _ consumer: Consumer, chunkSize: Int = 20_000, workers: Int = 2, catchUpBatch: Int = 2_000,
+        progress: @escaping @Sendable (Int) -> Void = { _ in }, afterLoad: @Sendable () async throws -> Void = {}
+    ) async throws -> Int {
+        try await pool.withConnection { connection in
+            let lock: PostgresQuery = "SELECT pg_try_advisory_lock(hashtextextended(\("rebuild:" + consumer.name), 0))"
+            guard try await connection.query(lock).first?.decode(Bool.self, at: 0) == true else {
+                throw RebuildAlreadyRunning(consumer: consumer.name)
+            }
+            do {
+                let total = try await rebuildHoldingLock(consumer, chunkSize: chunkSize, workers: workers,
+                                                         catchUpBatch: catchUpBatch, progress: progress, afterLoad: afterLoad,
+                                                         on: connection)
+                try await connection.query("SELECT pg_advisory_unlock(hashtextextended(\("rebuild:" + consumer.name), 0))")
+                return total
+            } catch {
+                // A broken connection ends its session and the lock with it.
+                _ = try? await connection.query("SELECT pg_advisory_unlock(hashtextextended(\("rebuild:" + consumer.name), 0))")
+                throw error
+            }
+        }
+    }
+
+    private func rebuildHoldingLock<Consumer: StreamwiseConsumer>(
+        _ consumer: Consumer, chunkSize: Int, workers: Int, catchUpBatch: Int,
+        progress: @escaping @Sendable (Int) -> Void, afterLoad: @Sendable () async throws -> Void, on connection: Connection
+    ) async throws -> Int {
+        let counter = RebuildCounter()
+        let start = try await commitHorizon(on: connection)
+        try await connection.withTransaction { connection in
+            for table in consumer.tables { try await connection.query("SELECT subledger_shadow_create(\(table))") }
+        }
+        let ranges = try await streamRanges(prefix: consumer.streamPrefix, count: max(1, workers), on: connection)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, range) in ranges.enumerated() {
+                group.addTask {
+                    if index == 0 {
+                        try await load(range, consumer: consumer, chunkSize: chunkSize, counter: counter, progress: progress,
+                                            on: connection)
+                    } else {
+                        try await pool.withConnection { other in
+                            try await load(range, consumer: consumer, chunkSize: chunkSize, counter: counter,
+                                                progress: progress, on: other)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        try await afterLoad()
+        for table in consumer.tables {
+            try await connection.query("SELECT subledger_shadow_index(\(table))")
+        }
+        // Catch up in short transactions, so the swap has little left to do.
+        var position = start
+        while true {
+            let (handled, reached) = try await connection.withTransaction { connection in
+                try await catchUp(consumer, after: position, limit: catchUpBatch, on: connection)
+            }
+            position = reached
+            progress(counter.add(handled))
+            if handled < catchUpBatch { break }
+        }
+        try await connection.withTransaction { connection in
+            _ = try await checkpoint(of: consumer.name, on: connection, lock: true)
+            while true {
+                let (handled, reached) = try await catchUp(consumer, after: position, limit: catchUpBatch, on: connection)
+                position = reached
+                progress(counter.add(handled))
+                if handled < catchUpBatch { break }
+            }
+            try await consumer.prepareSwap(on: connection)
+            for table in consumer.tables { try await connection.query("SELECT subledger_shadow_swap(\(table))") }
+            try await saveCheckpoint(position, of: consumer.name, on: connection)
+        }
+        return counter.add(0)
+    }
+
+    /// The last event of every transaction already finished (`.start` when none).
+    private func commitHorizon(on connection: Connection) async throws -> Checkpoint {
+        let horizon = try await connection.query("""
+            SELECT transaction_id::text, position FROM events
+            WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+            ORDER BY transaction_id DESC, position DESC LIMIT 1
+            """).first
+        return try horizon.map {
+            Checkpoint(transactionID: UInt64(try $0.decode(String.self, at: 0)) ?? 0, position: try $0.decode(Int64.self, at: 1))
+        } ?? .start
+    }
+
+    /// Applies up to `limit` committed events after `position` to the shadow
+    /// tables; returns how many and the checkpoint reached.
+    private func catchUp<Consumer: StreamwiseConsumer>(_ consumer: Consumer, after position: Checkpoint, limit: Int,
+                                                       on connection: Connection) async throws -> (Int, Checkpoint) {
+        let events = try await readCommitted(after: position, limit: limit, on: connection)
+        guard let last = events.last else { return (0, position) }
+        try await consumer.handle(events, into: .shadow, on: connection)
+        return (events.count, last.checkpoint)
+    }
+
+    /// `count` ranges of the prefix's streams, of about as many streams each.
+    private func streamRanges(prefix: String, count: Int, on connection: Connection) async throws -> [StreamRange] {
+        guard count > 1 else { return [StreamRange(prefix: prefix, after: "", through: nil)] }
+        let fractions = (1..<count).map { String(Double($0) / Double(count)) }.joined(separator: ",")
+        let bounds = try await connection.query("""
+            SELECT unnest(percentile_disc(string_to_array(\(fractions), ',')::float8[]) WITHIN GROUP (ORDER BY stream_id))
+            FROM streams WHERE starts_with(stream_id, \(prefix))
+            """).compactMap { try $0.decode(String?.self, at: 0) }
+        var ranges: [StreamRange] = []
+        var after = ""
+        for bound in bounds where bound > after {
+            ranges.append(StreamRange(prefix: prefix, after: after, through: bound))
+            after = bound
+        }
+        ranges.append(StreamRange(prefix: prefix, after: after, through: nil))
+        return ranges
+    }
+
+    /// One worker: reads its range through a cursor on a connection of its
+    /// own and writes into the shadow tables on `connection`, folding a page
+    /// while the previous one's rows are written and the next one is read.
+    private func load<Consumer: StreamwiseConsumer>(
+        _ range: StreamRange, consumer: Consumer, chunkSize: Int, counter: RebuildCounter,
+        progress: @escaping @Sendable (Int) -> Void, on connection: Connection
+    ) async throws {
+        // What is written here is thrown away if the rebuild dies: no need to wait for each flush.
+        try await connection.query("SET synchronous_commit = off")
+        do {
+            try await pool.withConnection { reader in
+                try await reader.withTransaction { reader in
+                    try await reader.query("SET TRANSACTION READ ONLY")
+                    // Walk the (stream_id, stream_version) index rather than sort the whole range
+                    // first: the first chunk comes at once and the fold and the inserts overlap the scan.
+                    try await reader.query("SET LOCAL enable_sort = off")
+                    var cursor = try await StreamCursor(range, pageSize: chunkSize, on: reader)
+                    var page = try await cursor.next(on: reader)
+                    var pending: Consumer.Rows?
+                    while !page.isEmpty || !cursor.isFinished {
+                        let streams = page
+                        async let folded = consumer.rows(for: streams)
+                        if let pending { try await consumer.insert([pending], into: .shadow, on: connection) }
+                        page = try await cursor.next(on: reader)
+                        pending = try await folded
+                        progress(counter.add(streams.reduce(0) { $0 + $1.events.count }))
+                    }
+                    if let pending { try await consumer.insert([pending], into: .shadow, on: connection) }
+                }
+            }
+            try await connection.query("RESET synchronous_commit")
+        } catch {
+            _ = try? await connection.query("RESET synchronous_commit")
+            throw error
+        }
+    }
+}
