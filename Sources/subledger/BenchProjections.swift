@@ -68,7 +68,9 @@ struct ProjectionBench {
         results.liveBatch = try await pool.withConnection { connection in
             let before = connection.roundTrips
             let handled = try await store.processBatch(projection, limit: 10_000, on: connection)
-            let touched = try await connection.query("SELECT count(DISTINCT subscriber_id) FROM product_activity").first?.decode(Int.self, at: 0)
+            let touched = try await connection.query("""
+                SELECT count(DISTINCT stream_id) FROM (SELECT stream_id FROM events ORDER BY position LIMIT \(handled)) AS batch
+                """).first?.decode(Int.self, at: 0)
             return (handled, touched ?? 0, connection.roundTrips - before - 1)
         }
         let rebuildProgress = TerminalProgress(label: "rebuild subscriptions (stream by stream)")
