@@ -45,8 +45,13 @@ extension EventStore {
     /// are a function of the whole stream, the reminder projection skips
     /// versions it has applied.
     ///
-    /// `progress` gets the number of events folded or caught up so far
-    /// (events committed while it ran may be counted twice). `afterLoad`
+    /// Each worker reads in a REPEATABLE READ transaction and notes its
+    /// snapshot; the catch-up skips the events every worker's snapshot saw
+    /// (the load has them) and applies the rest. Without that, a transaction
+    /// left open before the rebuild held the commit horizon back, and the
+    /// catch-up applied again everything the load had folded.
+    ///
+    /// `progress` gets the number of events folded or caught up so far. `afterLoad`
     /// runs once the shadow tables are loaded, before the catch-up (tests
     /// write there).
     @discardableResult
@@ -78,6 +83,7 @@ extension EventStore {
         progress: @escaping @Sendable (Int) -> Void, afterLoad: @Sendable () async throws -> Void, on connection: Connection
     ) async throws -> Int {
         let counter = RebuildCounter()
+        let loaded = LoadSnapshots()
         let start = try await commitHorizon(on: connection)
         try await connection.withTransaction { connection in
             for table in consumer.tables { try await connection.query("SELECT subledger_shadow_create(\(table))") }
@@ -88,11 +94,11 @@ extension EventStore {
                 group.addTask {
                     if index == 0 {
                         try await load(range, consumer: consumer, chunkSize: chunkSize, counter: counter, progress: progress,
-                                            on: connection)
+                                       snapshots: loaded, on: connection)
                     } else {
                         try await pool.withConnection { other in
                             try await load(range, consumer: consumer, chunkSize: chunkSize, counter: counter,
-                                                progress: progress, on: other)
+                                           progress: progress, snapshots: loaded, on: other)
                         }
                     }
                 }
@@ -100,6 +106,7 @@ extension EventStore {
             try await group.waitForAll()
         }
         try await afterLoad()
+        let seenByLoad = await loaded.all
         for table in consumer.tables {
             try await connection.query("SELECT subledger_shadow_index(\(table))")
         }
@@ -107,19 +114,20 @@ extension EventStore {
         var position = start
         while true {
             let (handled, reached) = try await connection.withTransaction { connection in
-                try await catchUp(consumer, after: position, limit: catchUpBatch, on: connection)
+                try await catchUp(consumer, after: position, limit: catchUpBatch, skipping: seenByLoad, on: connection)
             }
-            position = reached
+            position = reached.checkpoint
             progress(counter.add(handled))
-            if handled < catchUpBatch { break }
+            if reached.read < catchUpBatch { break }
         }
         try await connection.withTransaction { connection in
             _ = try await checkpoint(of: consumer.name, on: connection, lock: true)
             while true {
-                let (handled, reached) = try await catchUp(consumer, after: position, limit: catchUpBatch, on: connection)
-                position = reached
+                let (handled, reached) = try await catchUp(consumer, after: position, limit: catchUpBatch, skipping: seenByLoad,
+                                                           on: connection)
+                position = reached.checkpoint
                 progress(counter.add(handled))
-                if handled < catchUpBatch { break }
+                if reached.read < catchUpBatch { break }
             }
             try await consumer.prepareSwap(on: connection)
             for table in consumer.tables { try await connection.query("SELECT subledger_shadow_swap(\(table))") }
@@ -140,14 +148,22 @@ extension EventStore {
         } ?? .start
     }
 
-    /// Applies up to `limit` committed events after `position` to the shadow
-    /// tables; returns how many and the checkpoint reached.
-    private func catchUp<Consumer: StreamwiseConsumer>(_ consumer: Consumer, after position: Checkpoint, limit: Int,
-                                                       on connection: Connection) async throws -> (Int, Checkpoint) {
+    /// Reads up to `limit` committed events after `position` and applies to
+    /// the shadow tables those not every load snapshot saw; returns how many
+    /// it applied, how many it read and the checkpoint reached.
+    private func catchUp<Consumer: StreamwiseConsumer>(
+        _ consumer: Consumer, after position: Checkpoint, limit: Int, skipping seen: [TransactionSnapshot],
+        on connection: Connection
+    ) async throws -> (Int, (read: Int, checkpoint: Checkpoint)) {
         let events = try await readCommitted(after: position, limit: limit, on: connection)
-        guard let last = events.last else { return (0, position) }
-        try await consumer.handle(events, into: .shadow, on: connection)
-        return (events.count, last.checkpoint)
+        guard let last = events.last else { return (0, (0, position)) }
+        // Only what all saw is skipped: the stream ranges are cut by the
+        // database's collation, so which worker read a stream is not decided here.
+        let fresh = seen.isEmpty ? events : events.filter { event in
+            !event.streamID.hasPrefix(consumer.streamPrefix) || !seen.allSatisfy { $0.sees(event.transactionID) }
+        }
+        if !fresh.isEmpty { try await consumer.handle(fresh, into: .shadow, on: connection) }
+        return (fresh.count, (events.count, last.checkpoint))
     }
 
     /// `count` ranges of the prefix's streams, of about as many streams each.
@@ -173,17 +189,20 @@ extension EventStore {
     /// while the previous one's rows are written and the next one is read.
     private func load<Consumer: StreamwiseConsumer>(
         _ range: StreamRange, consumer: Consumer, chunkSize: Int, counter: RebuildCounter,
-        progress: @escaping @Sendable (Int) -> Void, on connection: Connection
+        progress: @escaping @Sendable (Int) -> Void, snapshots: LoadSnapshots, on connection: Connection
     ) async throws {
         // What is written here is thrown away if the rebuild dies: no need to wait for each flush.
         try await connection.query("SET synchronous_commit = off")
         do {
             try await pool.withConnection { reader in
-                try await reader.withTransaction { reader in
+                // REPEATABLE READ: the cursor reads in the snapshot noted here.
+                try await reader.withTransaction(isolation: .repeatableRead) { reader in
                     try await reader.query("SET TRANSACTION READ ONLY")
                     // Walk the (stream_id, stream_version) index rather than sort the whole range
                     // first: the first chunk comes at once and the fold and the inserts overlap the scan.
                     try await reader.query("SET LOCAL enable_sort = off")
+                    let snapshot = try await reader.query("SELECT pg_current_snapshot()::text").first?.decode(String.self, at: 0)
+                    await snapshots.add(snapshot.flatMap(TransactionSnapshot.init))
                     var cursor = try await StreamCursor(range, pageSize: chunkSize, on: reader)
                     var page = try await cursor.next(on: reader)
                     var pending: Consumer.Rows?
@@ -204,4 +223,41 @@ extension EventStore {
             throw error
         }
     }
+}
+
+/// A PostgreSQL snapshot (`pg_current_snapshot()`, "xmin:xmax:xip,…"): which
+/// transactions' writes it sees.
+struct TransactionSnapshot: Sendable, Equatable {
+    var xmin: UInt64
+    var xmax: UInt64
+    var inProgress: Set<UInt64>
+
+    init?(_ text: String) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, let xmin = UInt64(parts[0]), let xmax = UInt64(parts[1]) else { return nil }
+        var inProgress = Set<UInt64>()
+        for item in parts[2].split(separator: ",") {
+            guard let xid = UInt64(item) else { return nil }
+            inProgress.insert(xid)
+        }
+        (self.xmin, self.xmax, self.inProgress) = (xmin, xmax, inProgress)
+    }
+
+    /// Whether a committed transaction's writes are visible in the snapshot.
+    func sees(_ transactionID: UInt64) -> Bool {
+        transactionID < xmin || (transactionID < xmax && !inProgress.contains(transactionID))
+    }
+}
+
+/// The load workers' snapshots; a worker whose snapshot could not be read
+/// makes the catch-up skip nothing.
+actor LoadSnapshots {
+    private var snapshots: [TransactionSnapshot] = []
+    private var unreadable = false
+
+    func add(_ snapshot: TransactionSnapshot?) {
+        if let snapshot { snapshots.append(snapshot) } else { unreadable = true }
+    }
+
+    var all: [TransactionSnapshot] { unreadable ? [] : snapshots }
 }

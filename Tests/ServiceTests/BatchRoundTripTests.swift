@@ -51,8 +51,11 @@ struct BatchRoundTripTests {
         }
         let snapshots = try await dependencies.pool.query("SELECT count(*) FROM subscriber_snapshots").first?.decode(Int.self, at: 0)
         #expect(snapshots == subscribers)
-        // Two rounds × two projections, one batch each; two round trips each.
-        #expect(await counter.roundTrips == [2, 2, 2, 2])
+        // Two rounds × two projections, each batch two round trips. (Usually one
+        // batch each; a transaction of a test running beside this one can hold
+        // the commit horizon back and split a round into more batches.)
+        let trips = await counter.roundTrips
+        #expect(trips.count >= 4 && trips.allSatisfy { $0 == 2 }, "round trips per batch: \(trips)")
         #expect(try await dependencies.pool.query("SELECT count(DISTINCT subscriber_id) FROM reminders").first?.decode(Int.self, at: 0)
             == subscribers)
     }

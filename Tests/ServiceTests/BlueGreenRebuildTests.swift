@@ -104,6 +104,33 @@ struct BlueGreenRebuildTests {
         #expect(rebuiltReminders == (try await dependencies.reminderRows()), "seed \(seed): reminders lost in the swap")
     }
 
+    /// A transaction left open before a rebuild holds the commit horizon
+    /// back; when it ends during the rebuild, the catch-up must not apply
+    /// again what the load folded: every event is handled once, and the
+    /// tables are the fold.
+    @Test func aTransactionLeftOpenDoesNotMakeTheCatchUpRedoTheLoad() async throws {
+        let dependencies = try await makeDependencies()
+        defer { Task { await dependencies.pool.close() } }
+        let writer = LedgerWriter(dependencies)
+        let store = dependencies.store
+        let subscriptions = SubscriptionProjection(store: store, catalog: dependencies.catalog.catalog)
+        let history = HistoryBox(RandomHistory(seed: 31, subscribers: 8))
+        _ = try await writer.write(WriteBatch(await history.next(40), refusals: .skip))
+        try await dependencies.project(subscriptions)
+        let handled = try await dependencies.pool.withConnection { holder in
+            try await holder.query("BEGIN")
+            try await holder.query("SELECT pg_current_xact_id()")  // takes a transaction id: the horizon stops here
+            _ = try await writer.write(WriteBatch(await history.next(40), refusals: .skip))
+            return try await store.rebuildStreamwise(subscriptions, chunkSize: 7, afterLoad: {
+                try await holder.query("COMMIT")
+            })
+        }
+        let rows = try await dependencies.pool.query("SELECT count(*) FROM events WHERE starts_with(stream_id, 'subscriber-')")
+        let events = try rows.first?.decode(Int.self, at: 0)
+        #expect(handled == events, "each event folded or caught up once")
+        #expect(try await dependencies.readModelRows() == (try await dependencies.foldedReadModelRows()))
+    }
+
     /// While a rebuild's swap has not happened, the live tables still answer
     /// and the live runner still advances; a second rebuild of the same
     /// projection at the same time is refused.
