@@ -251,9 +251,11 @@ public struct EventStore: Sendable {
     }
 }
 
-/// Minimal JSON text building for the append document.
-enum JSONText {
-    static func string(_ value: String) -> String {
+/// Minimal JSON text building for the append document (and the JSON
+/// arguments the application's stores bind).
+public enum JSONText {
+    /// A JSON string literal of `value`, without a `JSONEncoder`.
+    public static func string(_ value: String) -> String {
         var out = "\""
         out.reserveCapacity(value.utf8.count + 2)
         for scalar in value.unicodeScalars {
