@@ -79,14 +79,14 @@ struct Evaluation {
         // thousands, and building each dominated a read of its state).
         var chains: [String: [ChainLink]] = [:]
         var owned: [String: Bool] = [:]
-        for (key, record) in ledger.transactions where environment == nil || record.fact.environment == environment {
+        for (transactionID, record) in ledger.transactions where environment == nil || record.fact.environment == environment {
             if record.fact.productType ?? catalog.product(id: record.fact.productID)?.type == .autoRenewable {
                 guard record.visibleFrom <= at else { continue }
                 let original = record.fact.originalTransactionID
                 let owns = owned[original] ?? ledger.owns(original, at: at)
                 owned[original] = owns
                 if owns {
-                    chains[original, default: []].append(ChainLink(key: key, purchaseDate: record.fact.purchaseDate,
+                    chains[original, default: []].append(ChainLink(transactionID: transactionID, purchaseDate: record.fact.purchaseDate,
                                                                    position: record.position, autoRenew: record.fact.autoRenew))
                 }
             } else if let transaction = Self.transaction(record, ledger: ledger, catalog: catalog, at: at) {
@@ -95,9 +95,11 @@ struct Evaluation {
         }
         var latestOfChains: [Transaction] = []
         for chain in chains.values {
-            // The key is the transaction id.
-            let latest = chain.max { ($0.purchaseDate, $0.position, $0.key) < ($1.purchaseDate, $1.position, $1.key) }!
-            if let record = ledger.transactions[latest.key],
+            // Last in `purchaseOrder`.
+            let latest = chain.max {
+                ($0.purchaseDate, $0.position, $0.transactionID) < ($1.purchaseDate, $1.position, $1.transactionID)
+            }!
+            if let record = ledger.transactions[latest.transactionID],
                let transaction = Self.transaction(record, ledger: ledger, catalog: catalog, at: at) {
                 latestOfChains.append(transaction)
             }
@@ -184,16 +186,16 @@ struct Evaluation {
         return AutoRenewableTerms(status: status, end: end, graceEnd: graceEnd, expiredByStore: expiredByStore, positions: positions)
     }
 
-    /// - Parameter chains: each original's visible, owned transactions;
-    ///   `transactions` holds the latest of each.
     /// What a chain's other transactions lend to its latest one.
     struct ChainLink {
-        var key: String
+        var transactionID: String
         var purchaseDate: Date
         var position: Int64
         var autoRenew: Bool?
     }
 
+    /// - Parameter chains: each original's visible, owned transactions;
+    ///   `transactions` holds the latest of each.
     private mutating func evaluateAutoRenewables(ledger: SubscriberLedger, chains: [String: [ChainLink]]) {
         for latest in transactions where latest.type == .autoRenewable {
             let original = latest.fact.originalTransactionID
