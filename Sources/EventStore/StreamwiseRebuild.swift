@@ -34,6 +34,11 @@ public protocol StreamwiseConsumer: EventConsumer {
 }
 
 extension StreamwiseConsumer {
+    /// A live batch writes into the live tables.
+    public func handle(_ events: [RecordedEvent], on connection: Connection) async throws {
+        try await handle(events, into: .live, on: connection)
+    }
+
     public func prepareSwap(on connection: Connection) async throws {}
 }
 

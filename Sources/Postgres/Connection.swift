@@ -126,15 +126,10 @@ public final class Connection: @unchecked Sendable {
     /// has no job running, and a zero-timeout `poll(2)` of its socket does not
     /// block (the pool asks at every lease, so this saves two thread hops each).
     public func isUsableForReuse() async -> Bool {
-        guard lock.withLock({ !closed && !brokenFlag && runningJob == nil }), socket >= 0 else { return false }
-        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-        while true {
-            let ready = poll(&descriptor, 1, 0)
-            if ready < 0 && errno == EINTR { continue }
-            // Readable: an idle pooled connection has nothing to hear; if the
-            // server spoke, it was to end the session (shutdown, restart, kill).
-            return ready == 0
-        }
+        guard lock.withLock({ !closed && !brokenFlag && runningJob == nil }) else { return false }
+        // Readable: an idle pooled connection has nothing to hear; if the
+        // server spoke, it was to end the session (shutdown, restart, kill).
+        return (try? Connection.waitReadable(socket: socket, milliseconds: 0)) == false
     }
 
     /// The server process serving this connection (for `pg_terminate_backend` in tests and ops).
@@ -222,7 +217,10 @@ extension Connection {
 
     /// `poll(2)` on the connection's socket; true when it is readable.
     static func waitReadable(_ handle: OpaquePointer, milliseconds: Int32) throws(PostgresError) -> Bool {
-        let socket = PQsocket(handle)
+        try waitReadable(socket: PQsocket(handle), milliseconds: milliseconds)
+    }
+
+    static func waitReadable(socket: Int32, milliseconds: Int32) throws(PostgresError) -> Bool {
         guard socket >= 0 else { throw PostgresError(code: .connectionLost, message: "connection has no socket") }
         var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
         while true {

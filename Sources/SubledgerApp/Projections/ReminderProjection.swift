@@ -34,10 +34,6 @@ public struct ReminderProjection: EventConsumer {
         self.catalog = catalog
     }
 
-    public func handle(_ events: [RecordedEvent], on connection: Connection) async throws {
-        try await handle(events, into: .live, on: connection)
-    }
-
     public func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws {
         var through: [String: Int64] = [:]
         var order: [String] = []

@@ -26,10 +26,6 @@ public struct SubscriptionProjection: EventConsumer {
         self.catalog = catalog
     }
 
-    public func handle(_ events: [RecordedEvent], on connection: Connection) async throws {
-        try await handle(events, into: .live, on: connection)
-    }
-
     public func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws {
         var subscribers: [String] = []
         var seen = Set<String>()

@@ -8,7 +8,6 @@ import Postgres
 public struct SubscriberReader: Sendable {
     public let store: EventStore
     public let catalog: Catalog
-    let reminders: ReminderStore
     let ownership: OwnershipStore
     /// The clock; tests may pin it.
     public var now: @Sendable () -> Date = { Date() }
@@ -18,7 +17,6 @@ public struct SubscriberReader: Sendable {
     public init(store: EventStore, catalog: Catalog) {
         self.store = store
         self.catalog = catalog
-        self.reminders = ReminderStore(pool: store.pool)
         self.ownership = OwnershipStore(pool: store.pool)
     }
 

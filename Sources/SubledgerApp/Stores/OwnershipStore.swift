@@ -108,21 +108,8 @@ struct OwnershipStore: Sendable {
         return owners
     }
 
-    /// Writes claims and transaction rows. A claim of an unowned original is
-    /// an INSERT (a concurrent claim makes it fail with a unique violation);
-    /// a transfer updates only if the previous owner still holds it (else
-    /// SQLSTATE SL410, `OwnershipChanged`).
-    static func write(claims: [OwnershipClaim], transactions: [TransactionRow], on connection: Connection) async throws {
-        for statement in statements(claims: claims, transactions: transactions) {
-            do {
-                try await connection.query(statement)
-            } catch let error as PostgresError where error.sqlState == ownershipChanged {
-                throw OwnershipChanged()
-            }
-        }
-    }
-
-    /// The statements of `write(claims:transactions:on:)`, in order. A
+    /// The statements writing claims and transaction rows, in order, sent
+    /// with the batch's append (the writer maps SL410 to `OwnershipChanged`). A
     /// transfer is one statement (`transfer_ownership`, sql/0009) that fails
     /// by itself when the previous owner no longer holds the original; every
     /// claim of an unowned original is one row of a single INSERT (a batch of

@@ -50,13 +50,9 @@ public struct ReminderStore: Sendable {
             """).map(Self.view)
     }
 
-    /// One subscriber's reminders, by due time.
-    public func reminders(of subscriberID: String) async throws -> [ReminderView] {
-        try await pool.query(Self.remindersStatement(of: subscriberID)).map(Self.view)
-    }
-
-    /// The statement of `reminders(of:)`, to pipeline with others; its rows
-    /// are read with `view`.
+    /// The statement reading one subscriber's reminders, by due time, to
+    /// pipeline with others (`SubscriberReader.state`); its rows are read
+    /// with `view`.
     static func remindersStatement(of subscriberID: String) -> PostgresQuery {
         """
         SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders WHERE subscriber_id = \(subscriberID)

@@ -194,10 +194,4 @@ enum SubscriberSnapshots {
     static func save(_ ledgers: [LoadedLedger], on connection: Connection) async throws {
         if let statement = saveStatement(ledgers, withoutFlushWait: true) { try await connection.query(statement) }
     }
-
-    /// The ledgers of many subscribers, in one query; a subscriber without
-    /// events is absent.
-    static func ledgers(of subscriberIDs: [String], on connection: Connection) async throws -> [String: SubscriberLedger] {
-        try await load(subscriberIDs, on: connection).compactMapValues { $0.exists ? $0.ledger : nil }
-    }
 }

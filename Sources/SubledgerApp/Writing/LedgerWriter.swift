@@ -184,7 +184,7 @@ public struct LedgerWriter: Sendable {
             if let alongside = batch.alongside {
                 // Rows written by a closure: an explicit transaction around it.
                 results = try await connection.withTransaction { connection in
-                    let results = try await store.append(appends, beside: [], on: connection)
+                    let results = try await store.append(appends, on: connection)
                     for statement in ownership { try await connection.query(statement) }
                     try await alongside(connection)
                     return results

@@ -97,7 +97,7 @@ public actor WriteCombiner {
                 for (index, waiting) in group.enumerated() {
                     let subscriberID = waiting.command.subscriberID
                     waiting.continuation.resume(returning: WriteBatchResult(
-                        outcomes: [result.outcomes[index]], ledgers: result.ledgers.filter { $0.key == subscriberID }))
+                        outcomes: [result.outcomes[index]], ledgers: result.ledgers[subscriberID].map { [subscriberID: $0] } ?? [:]))
                 }
                 group = []
             } catch let conflict as WrongExpectedVersion where group.count > 1 {
