@@ -33,6 +33,8 @@ struct Evaluation {
         var graceEnd: Date?
         var autoRenew: Bool
         var expiredByStore: Dated?
+        /// The events behind it, in no order and possibly repeated (`explain`
+        /// sorts them; sorting thousands on every read was a cost of its own).
         var positions: [Int64]
     }
 
@@ -56,6 +58,7 @@ struct Evaluation {
         /// nil: never ends.
         var end: Date?
         var reason: String
+        /// The events behind it, in no order and possibly repeated.
         var positions: [Int64]
     }
 
@@ -77,21 +80,33 @@ struct Evaluation {
         // others only lend their positions and auto-renew flags, so only the
         // latest is made a full `Transaction` (a long-renewed subscription has
         // thousands, and building each dominated a read of its state).
+        // Walked chain by chain (`byOriginal`): ownership is looked up once
+        // per original, and a product's type once per run of transactions of
+        // the same product, not once per transaction.
         var chains: [String: [ChainLink]] = [:]
-        var owned: [String: Bool] = [:]
-        for (transactionID, record) in ledger.transactions where environment == nil || record.fact.environment == environment {
-            if record.fact.productType ?? catalog.product(id: record.fact.productID)?.type == .autoRenewable {
-                guard record.visibleFrom <= at else { continue }
-                let original = record.fact.originalTransactionID
-                let owns = owned[original] ?? ledger.owns(original, at: at)
-                owned[original] = owns
-                if owns {
-                    chains[original, default: []].append(ChainLink(transactionID: transactionID, purchaseDate: record.fact.purchaseDate,
-                                                                   position: record.position, autoRenew: record.fact.autoRenew))
+        var known: (productID: String, type: ProductType?)?
+        for (original, records) in ledger.byOriginal.records {
+            var owns: Bool?
+            var chain: [ChainLink] = []
+            for record in records where environment == nil || record.fact.environment == environment {
+                var type = record.fact.productType
+                if type == nil {
+                    let productID = record.fact.productID
+                    if known?.productID != productID { known = (productID, catalog.product(id: productID)?.type) }
+                    type = known?.type
                 }
-            } else if let transaction = Self.transaction(record, ledger: ledger, catalog: catalog, at: at) {
-                transactions.append(transaction)
+                if type == .autoRenewable {
+                    guard record.visibleFrom <= at else { continue }
+                    if owns == nil { owns = ledger.owns(original, at: at) }
+                    if owns == true {
+                        chain.append(ChainLink(transactionID: record.fact.transactionID, purchaseDate: record.fact.purchaseDate,
+                                               position: record.position, autoRenew: record.fact.autoRenew))
+                    }
+                } else if let transaction = Self.transaction(record, ledger: ledger, catalog: catalog, at: at) {
+                    transactions.append(transaction)
+                }
             }
+            if !chain.isEmpty { chains[original] = chain }
         }
         var latestOfChains: [Transaction] = []
         for chain in chains.values {
@@ -150,6 +165,8 @@ struct Evaluation {
         var end: Date
         var graceEnd: Date?
         var expiredByStore: Dated?
+        /// The events behind it, in no order and possibly repeated (`explain`
+        /// sorts them; sorting thousands on every read was a cost of its own).
         var positions: [Int64]
     }
 
@@ -202,16 +219,20 @@ struct Evaluation {
             let chain = chains[original] ?? []
             let terms = Self.autoRenewableTerms(latest: latest, ledger: ledger, at: at)
             var positions = chain.map(\.position) + terms.positions
-            var signals = (ledger.autoRenewChanges[original] ?? []).filter { $0.date <= at }
-            signals += chain.compactMap { link in
-                link.autoRenew.map { SubscriberLedger.Dated(date: link.purchaseDate, position: link.position, value: $0) }
+            // The latest auto-renew signal: a change reported by the store, or
+            // the flag a transaction of the chain carried when it was bought.
+            var autoRenewSignal = (ledger.autoRenewChanges[original] ?? []).filter { $0.date <= at }
+                .max { ($0.date, $0.position) < ($1.date, $1.position) }
+            for link in chain {
+                guard let value = link.autoRenew else { continue }
+                if let signal = autoRenewSignal, (link.purchaseDate, link.position) <= (signal.date, signal.position) { continue }
+                autoRenewSignal = SubscriberLedger.Dated(date: link.purchaseDate, position: link.position, value: value)
             }
-            let autoRenewSignal = signals.max { ($0.date, $0.position) < ($1.date, $1.position) }
             if let signal = autoRenewSignal { positions.append(signal.position) }
             autoRenewables.append(AutoRenewable(
                 latest: latest, group: latest.group, status: terms.status, end: terms.end, graceEnd: terms.graceEnd,
                 autoRenew: autoRenewSignal?.value ?? true, expiredByStore: terms.expiredByStore,
-                positions: Array(Set(positions)).sorted()))
+                positions: positions))
         }
         autoRenewables.sort { ($0.group, $0.latest.fact.originalTransactionID) < ($1.group, $1.latest.fact.originalTransactionID) }
     }

@@ -45,6 +45,7 @@ extension SubscriberLedger {
         transactions = try input.dictionary { input in
             TransactionRecord(fact: try input.transaction(), position: try input.int(), visibleFrom: try input.date())
         }
+        byOriginal = OriginalIndex(transactions)
         refunds = try input.dictionary { try $0.dated { try $0.refund() } }
         refundReversals = try input.dictionary { try $0.dated { try $0.reversal() } }
         extensions = try input.dictionary { try $0.array { try $0.dated { try $0.date() } } }

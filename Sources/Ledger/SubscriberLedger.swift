@@ -12,11 +12,37 @@ import Foundation
 /// decodes one row and applies the tail of the stream instead of the whole
 /// history.
 public struct SubscriberLedger: Sendable, Equatable {
+    /// A recorded transaction. Immutable and held by reference: a long
+    /// history has thousands, and evaluating it walks them all, so copying
+    /// one (out of the dictionary, into a list) is one retain instead of one
+    /// per string of the fact.
     struct TransactionRecord: Sendable, Equatable {
-        var fact: TransactionFact
-        var position: Int64
+        private final class Storage: Sendable {
+            let fact: TransactionFact
+            let position: Int64
+            let visibleFrom: Date
+
+            init(fact: TransactionFact, position: Int64, visibleFrom: Date) {
+                self.fact = fact
+                self.position = position
+                self.visibleFrom = visibleFrom
+            }
+        }
+
+        private let storage: Storage
+        var fact: TransactionFact { storage.fact }
+        var position: Int64 { storage.position }
         /// Purchase date, or the transfer date for a transferred-in transaction.
-        var visibleFrom: Date
+        var visibleFrom: Date { storage.visibleFrom }
+
+        init(fact: TransactionFact, position: Int64, visibleFrom: Date) {
+            storage = Storage(fact: fact, position: position, visibleFrom: visibleFrom)
+        }
+
+        static func == (left: Self, right: Self) -> Bool {
+            left.storage === right.storage
+                || (left.position == right.position && left.visibleFrom == right.visibleFrom && left.fact == right.fact)
+        }
     }
 
     struct Dated<Value: Sendable & Equatable>: Sendable, Equatable {
@@ -43,6 +69,26 @@ public struct SubscriberLedger: Sendable, Equatable {
     var storeExpiries: [String: [Dated<ExpiryFact>]] = [:]
     var devices: [String: Dated<String>] = [:]
     var remindersSent: [String: Dated<ReminderDelivery>] = [:]
+    /// `transactions` grouped by original transaction, in the order they
+    /// were recorded: a chain is walked without a lookup per transaction.
+    var byOriginal = OriginalIndex()
+
+    /// An index derived from `transactions` (rebuilt with them from a
+    /// snapshot): it adds nothing to what a ledger holds, so it never makes
+    /// two ledgers unequal.
+    struct OriginalIndex: Sendable, Equatable {
+        var records: [String: [TransactionRecord]] = [:]
+
+        static func == (left: Self, right: Self) -> Bool { true }
+
+        init() {}
+
+        init(_ transactions: [String: TransactionRecord]) {
+            for record in transactions.values.sorted(by: { $0.position < $1.position }) {
+                records[record.fact.originalTransactionID, default: []].append(record)
+            }
+        }
+    }
 
     public init(subscriberID: String) {
         self.subscriberID = subscriberID
@@ -109,7 +155,9 @@ public struct SubscriberLedger: Sendable, Equatable {
 
     private mutating func record(_ fact: TransactionFact, position: Int64, visibleFrom: Date) {
         if transactions[fact.transactionID] == nil {
-            transactions[fact.transactionID] = TransactionRecord(fact: fact, position: position, visibleFrom: visibleFrom)
+            let record = TransactionRecord(fact: fact, position: position, visibleFrom: visibleFrom)
+            transactions[fact.transactionID] = record
+            byOriginal.records[fact.originalTransactionID, default: []].append(record)
         }
     }
 
@@ -126,8 +174,7 @@ public struct SubscriberLedger: Sendable, Equatable {
 
     /// Whether any fact of this original transaction was ever recorded here.
     public func knows(originalTransactionID: String) -> Bool {
-        ownership[originalTransactionID] != nil
-            || transactions.values.contains { $0.fact.originalTransactionID == originalTransactionID }
+        ownership[originalTransactionID] != nil || byOriginal.records[originalTransactionID] != nil
     }
 
     /// Whether the subscriber currently holds the original transaction: known
@@ -157,8 +204,7 @@ public struct SubscriberLedger: Sendable, Equatable {
     /// The latest transaction (by purchase date, then position) of an
     /// original transaction.
     func latestTransaction(ofOriginal originalTransactionID: String) -> TransactionRecord? {
-        transactions.values.filter { $0.fact.originalTransactionID == originalTransactionID }
-            .max { ($0.fact.purchaseDate, $0.position) < ($1.fact.purchaseDate, $1.position) }
+        byOriginal.records[originalTransactionID]?.max { ($0.fact.purchaseDate, $0.position) < ($1.fact.purchaseDate, $1.position) }
     }
 
     /// The end the store gave `transactionID` as known at `at` (extensions
@@ -174,6 +220,10 @@ public struct SubscriberLedger: Sendable, Equatable {
         // A reversal dated before the refund cannot undo it.
         return reversal.date <= at && reversal.date >= refund.date
     }
+
+    /// About how many facts the ledger holds (idempotency keys and
+    /// transactions): a measure of its size in memory.
+    public var factCount: Int { keyPositions.count + transactions.count }
 
     /// Whether the device was ever seen for this subscriber.
     public func knows(deviceID: String) -> Bool {
@@ -195,9 +245,8 @@ extension SubscriberLedger {
     /// of it was recorded after it (a renewal settles it).
     func openBillingIssue(of originalTransactionID: String) -> Dated<BillingIssue>? {
         guard let issue = billingIssues[originalTransactionID]?.max(by: { $0.position < $1.position }) else { return nil }
-        let renewed = transactions.values.contains {
-            $0.fact.originalTransactionID == originalTransactionID && $0.position > issue.position
-        }
+        // Recorded in position order: the last is the latest.
+        let renewed = (byOriginal.records[originalTransactionID]?.last?.position ?? 0) > issue.position
         return renewed ? nil : issue
     }
 }
