@@ -51,11 +51,14 @@ struct SnapshotServiceTests {
             #expect(withSnapshot[1].contains(#""status":"active""#))
             try await pool.query("DELETE FROM subscriber_snapshots")
             try await pool.query("DELETE FROM subscriber_state_cache")
+            // As a process that starts now would: nothing in memory.
+            dependencies.ledgers.removeAll()
             #expect(try await answers() == withSnapshot)
             // A read with a long tail stores a snapshot again.
             #expect(try await pool.query("SELECT 1 FROM subscriber_snapshots WHERE subscriber_id = 'long'").count == 1)
             try await pool.query("UPDATE subscriber_snapshots SET ledger = '\\x0102'::bytea")
             try await pool.query("DELETE FROM subscriber_state_cache")
+            dependencies.ledgers.removeAll()
             #expect(try await answers() == withSnapshot)
             // ...and a damaged one is replaced by the first read that meets it.
             let repaired = try await pool.query("SELECT length(ledger) FROM subscriber_snapshots WHERE subscriber_id = 'long'")
@@ -68,6 +71,9 @@ struct SnapshotServiceTests {
             #expect(again.isDuplicate)
             let whole = try await dependencies.ledger(of: "long")
             let loaded = try await pool.withConnection { try await SubscriberSnapshots.load("long", on: $0) }
+            let kept = try await pool.withConnection { try await SubscriberSnapshots.load("long", cache: dependencies.ledgers, on: $0) }
+            #expect(dependencies.ledgers.count.ledgers == 1)
+            #expect(kept.ledger == whole && kept.version == 2070)
             #expect(loaded.ledger == whole)
             #expect(loaded.version == 2070)
         }

@@ -23,6 +23,9 @@ public struct AppDependencies: Sendable {
     /// Calls the App Store Server API; nil: built from the configuration when
     /// its key is set (`AppStoreAPIClient.make`).
     public var appStoreAPIClient: AppStoreAPIClient?
+    /// Long ledgers kept in memory between requests, shared by the writers
+    /// and readers built from these dependencies.
+    public var ledgers = LedgerCache()
 
     public init(configuration: SubledgerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
                 metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),

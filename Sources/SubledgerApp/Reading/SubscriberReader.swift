@@ -13,6 +13,8 @@ public struct SubscriberReader: Sendable {
     public var now: @Sendable () -> Date = { Date() }
     /// The stream version from which a computed current state is cached.
     public var cacheFromVersion: Int64 = 16
+    /// Long ledgers kept in memory between reads (and shared with the writer).
+    public var ledgerCache: LedgerCache?
 
     public init(store: EventStore, catalog: Catalog) {
         self.store = store
@@ -22,6 +24,7 @@ public struct SubscriberReader: Sendable {
 
     public init(_ dependencies: AppDependencies) {
         self.init(store: dependencies.store, catalog: dependencies.catalog.catalog)
+        ledgerCache = dependencies.ledgers
     }
 
     /// A subscriber's stream; `subscriber_not_found` when it has none.
@@ -42,13 +45,18 @@ public struct SubscriberReader: Sendable {
     /// stream; `subscriber_not_found` when they have no events. A long tail
     /// is stored as a new snapshot, so the next read is short again.
     func ledger(of subscriberID: String, on connection: Connection) async throws -> LoadedLedger {
-        try await checked(try await SubscriberSnapshots.load(subscriberID, on: connection), on: connection)
+        try await checked(try await SubscriberSnapshots.load(subscriberID, cache: ledgerCache, on: connection), on: connection)
     }
 
     /// A loaded ledger that exists, stored as a snapshot when its tail is long.
     private func checked(_ loaded: LoadedLedger, on connection: Connection) async throws -> LoadedLedger {
         if loaded.cachedState != nil { return loaded }
-        if loaded.isSnapshotDue { try await SubscriberSnapshots.save([loaded], on: connection) }
+        var loaded = loaded
+        if loaded.isSnapshotDue {
+            try await SubscriberSnapshots.save([loaded], on: connection)
+            loaded.snapshotVersion = loaded.version
+            ledgerCache?.keep(loaded)
+        }
         guard loaded.exists else { throw Self.notFound(loaded.subscriberID) }
         return loaded
     }
@@ -72,10 +80,12 @@ public struct SubscriberReader: Sendable {
             // The cache holds the current Production view only.
             let probe = at == nil && environment == .production ? SubscriberSnapshots.CacheProbe(now: now, catalog: catalog) : nil
             // The ledger (or the cached state) and the reminders: one round trip.
-            let outputs = try await connection.pipeline([SubscriberSnapshots.loadStatement([subscriberID], unlessCached: probe),
+            var held = ledgerCache?.ledgers([subscriberID], use: .share) ?? [:]
+            let outputs = try await connection.pipeline([SubscriberSnapshots.loadStatement([subscriberID], unlessCached: probe, held: held),
                                                          ReminderStore.remindersStatement(of: subscriberID)])
-            let read = try await SubscriberSnapshots.ledgers(from: outputs[0], unlessCached: probe, on: connection)
+            let read = try await SubscriberSnapshots.ledgers(from: outputs[0], unlessCached: probe, held: &held, on: connection)
             let loaded = try await checked(read[subscriberID] ?? .empty(subscriberID), on: connection)
+            ledgerCache?.keep(loaded)
             var state: SubscriberState
             if let cached = loaded.cachedState {
                 state = cached

@@ -13,6 +13,9 @@ struct LoadedLedger: Sendable {
     /// The current state as cached (`SubscriberStateCache`), when the load
     /// asked for it and it still held; the ledger is not read then.
     var cachedState: SubscriberState? = nil
+    /// Read again because its stream is shorter than the ledger held in
+    /// memory: replaces that ledger, though its version is lower.
+    var supersedesHeld = false
 
     var subscriberID: String { ledger.subscriberID }
     var exists: Bool { version > 0 }
@@ -49,27 +52,39 @@ enum SubscriberSnapshots {
 
     /// As `load(_:on:)`; with a probe, a subscriber whose cached state still
     /// holds comes back with `cachedState` and without the ledger, so a read
-    /// costs one statement whether the cache holds or not.
-    static func load(_ subscriberIDs: [String], unlessCached probe: CacheProbe?,
-                     on connection: Connection) async throws -> [String: LoadedLedger] {
+    /// costs one statement whether the cache holds or not. With a ledger
+    /// cache, a ledger it holds is read on from its version (see
+    /// `LedgerCache.Use` for what `use` does), and the ledgers read are kept.
+    static func load(_ subscriberIDs: [String], unlessCached probe: CacheProbe?, cache: LedgerCache? = nil,
+                     use: LedgerCache.Use = .share, on connection: Connection) async throws -> [String: LoadedLedger] {
         guard !subscriberIDs.isEmpty else { return [:] }
-        return try await ledgers(from: try await connection.query(loadStatement(subscriberIDs, unlessCached: probe)),
-                                 unlessCached: probe, on: connection)
+        var held = cache?.ledgers(subscriberIDs, use: use) ?? [:]
+        let loaded = try await ledgers(from: try await connection.query(loadStatement(subscriberIDs, unlessCached: probe, held: held)),
+                                       unlessCached: probe, held: &held, on: connection)
+        if use == .share, let cache { for ledger in loaded.values { cache.keep(ledger) } }
+        return loaded
     }
 
     /// The statement of `load(_:unlessCached:on:)`, to pipeline with others;
-    /// its rows go to `ledgers(from:unlessCached:on:)`.
-    static func loadStatement(_ subscriberIDs: [String], unlessCached probe: CacheProbe?) -> PostgresQuery {
+    /// its rows go to `ledgers(from:unlessCached:held:on:)`.
+    /// `held`: ledgers already in memory; only the events after their
+    /// versions are read for them (and the stream's version, to tell a
+    /// stream shorter than the ledger).
+    static func loadStatement(_ subscriberIDs: [String], unlessCached probe: CacheProbe?,
+                              held: [String: LoadedLedger] = [:]) -> PostgresQuery {
+        let known = PostgresJSON(text: "{" + held.map { JSONArgument.string($0.key) + ":" + String($0.value.version) }
+            .joined(separator: ",") + "}")
         // The lookups are LATERAL (kept from being flattened by OFFSET 0) so
         // they are index probes per subscriber whatever the planner's
         // statistics say: as plain joins, an `events` table filled since its
         // last ANALYZE got a sequential scan of every event on every write.
         return """
-            WITH wanted AS (SELECT DISTINCT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb) AS subscriber_id)
+            WITH ids AS (SELECT DISTINCT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb) AS subscriber_id),
+                 wanted AS (SELECT ids.subscriber_id, coalesce((\(known)::jsonb ->> ids.subscriber_id)::bigint, 0) AS known FROM ids)
             SELECT w.subscriber_id, coalesce(sn.stream_version, 0),
                    CASE WHEN row_number() OVER (PARTITION BY w.subscriber_id ORDER BY e.stream_version) = 1
                         THEN encode(sn.ledger, 'base64') END,
-                   e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at, c.state
+                   e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at, c.state, st.version
             FROM wanted w
             LEFT JOIN LATERAL (SELECT cache.state FROM subscriber_state_cache cache
                                JOIN streams st ON st.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
@@ -80,24 +95,31 @@ enum SubscriberSnapshots {
                                  AND (cache.valid_until IS NULL OR \(probe?.now)::timestamptz < cache.valid_until)
                                OFFSET 0) c ON true
             LEFT JOIN LATERAL (SELECT s.stream_version, s.ledger FROM subscriber_snapshots s
-                               WHERE c.state IS NULL AND s.subscriber_id = w.subscriber_id
+                               WHERE c.state IS NULL AND w.known = 0 AND s.subscriber_id = w.subscriber_id
                                  AND s.format = \(SubscriberLedger.snapshotFormat)
                                OFFSET 0) sn ON true
             LEFT JOIN LATERAL (SELECT ev.position, ev.stream_version, ev.type, ev.schema_version, ev.data, ev.recorded_at
                                FROM events ev
                                WHERE c.state IS NULL AND ev.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
-                                 AND ev.stream_version > coalesce(sn.stream_version, 0)
+                                 AND ev.stream_version > greatest(coalesce(sn.stream_version, 0), w.known)
                                ORDER BY ev.stream_version OFFSET 0) e ON true
+            LEFT JOIN LATERAL (SELECT streams.version FROM streams
+                               WHERE w.known > 0 AND streams.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
+                               OFFSET 0) st ON true
             ORDER BY w.subscriber_id, e.stream_version
             """
     }
 
-    /// The ledgers in the rows of `loadStatement`; a subscriber whose
-    /// snapshot or cached state cannot be read is read again from its events.
-    static func ledgers(from rows: PostgresRows, unlessCached probe: CacheProbe?,
+    /// The ledgers in the rows of `loadStatement` (given the same `held`); a
+    /// subscriber whose snapshot or cached state cannot be read, or whose
+    /// stream is shorter than the ledger held, is read again from its events.
+    /// A ledger used from `held` is taken out of it, so applying its tail
+    /// changes it in place instead of copying it.
+    static func ledgers(from rows: PostgresRows, unlessCached probe: CacheProbe?, held: inout [String: LoadedLedger],
                         on connection: Connection) async throws -> [String: LoadedLedger] {
         var loaded = [String: LoadedLedger]()
         var unreadable = [String]()
+        var shorter = Set<String>()
         for row in rows {
             let subscriberID = try row.decode(String.self, at: 0)
             if loaded[subscriberID] == nil, let probe, let text = try row.decode(String?.self, at: 9) {
@@ -110,6 +132,14 @@ enum SubscriberSnapshots {
                 cached.cachedState = state
                 loaded[subscriberID] = cached
                 continue
+            }
+            if loaded[subscriberID] == nil, let start = held.removeValue(forKey: subscriberID) {
+                guard try row.decode(Int64?.self, at: 10) ?? 0 >= start.version else {
+                    shorter.insert(subscriberID)
+                    unreadable.append(subscriberID)
+                    continue
+                }
+                loaded[subscriberID] = start
             }
             if loaded[subscriberID] == nil {
                 let snapshotVersion = try row.decode(Int64.self, at: 1)
@@ -136,13 +166,15 @@ enum SubscriberSnapshots {
         }
         for subscriberID in Set(unreadable) {
             loaded[subscriberID] = try await loadWithoutSnapshot(subscriberID, on: connection)
+            loaded[subscriberID]!.supersedesHeld = shorter.contains(subscriberID)
         }
         return loaded
     }
 
     /// One subscriber's ledger (an empty one when it has no events).
-    static func load(_ subscriberID: String, on connection: Connection) async throws -> LoadedLedger {
-        try await load([subscriberID], on: connection)[subscriberID] ?? .empty(subscriberID)
+    static func load(_ subscriberID: String, cache: LedgerCache? = nil, use: LedgerCache.Use = .share,
+                     on connection: Connection) async throws -> LoadedLedger {
+        try await load([subscriberID], unlessCached: nil, cache: cache, use: use, on: connection)[subscriberID] ?? .empty(subscriberID)
     }
 
     private static func loadWithoutSnapshot(_ subscriberID: String, on connection: Connection) async throws -> LoadedLedger {

@@ -39,15 +39,20 @@ struct BatchWork {
             ids.formUnion(command.referencedTransactionIDs)
             if seen.insert(command.subscriberID).inserted { subscribers.append(command.subscriberID) }
         }
+        // Taken out of the cache, so this batch's events apply in place; put
+        // back after the commit (`result`).
+        var held = writer.ledgerCache?.ledgers(subscribers, use: .take) ?? [:]
         // One round trip for both.
         let loaded: [String: LoadedLedger]
         let owners: [String: String]
         if let ownersStatement = OwnershipStore.ownersStatement(ids) {
-            let outputs = try await connection.pipeline([SubscriberSnapshots.loadStatement(subscribers, unlessCached: nil), ownersStatement])
-            loaded = try await SubscriberSnapshots.ledgers(from: outputs[0], unlessCached: nil, on: connection)
+            let outputs = try await connection.pipeline([SubscriberSnapshots.loadStatement(subscribers, unlessCached: nil, held: held),
+                                                         ownersStatement])
+            loaded = try await SubscriberSnapshots.ledgers(from: outputs[0], unlessCached: nil, held: &held, on: connection)
             owners = try OwnershipStore.owners(from: outputs[1])
         } else {
-            loaded = try await SubscriberSnapshots.load(subscribers, on: connection)
+            loaded = try await SubscriberSnapshots.ledgers(from: try await connection.query(
+                SubscriberSnapshots.loadStatement(subscribers, unlessCached: nil, held: held)), unlessCached: nil, held: &held, on: connection)
             owners = [:]
         }
         let ledgers = subscribers.map { loaded[$0] ?? .empty($0) }
@@ -140,59 +145,63 @@ struct BatchWork {
     }
 
     /// The outcomes with the positions the store gave, and the ledgers after
-    /// the commit. An event the store already had (a concurrent copy stored
-    /// first) makes its command a duplicate of that copy, and its stream's
-    /// ledger unknown until read again.
+    /// the commit, each with its stream version (for the ledger cache and
+    /// the snapshots). An event the store already had (a concurrent copy
+    /// stored first) makes its command a duplicate of that copy, and its
+    /// stream's ledger unknown until read again.
+    ///
+    /// `exact`: apply the events as the store holds them (decoded from what
+    /// was appended), so a ledger kept or stored as a snapshot equals a fold
+    /// of the stored stream; a stream whose snapshot is due always is.
     /// Takes the ledgers as read out of the work (so the events are applied
     /// to them in place, not to a copy); the work is spent after it.
-    mutating func result(appendResults: [StreamAppendResult], now: Date) -> WriteBatchResult {
+    mutating func result(appendResults: [StreamAppendResult], appends: [StreamAppend], exact: Bool,
+                         now: Date) -> (result: WriteBatchResult, ledgers: [LoadedLedger]) {
         var outcomes = self.outcomes
         var ledgers = [String: SubscriberLedger]()
+        var after = [LoadedLedger]()
         for subscriberID in order where streams[subscriberID]!.pending.isEmpty {
-            ledgers[subscriberID] = streams[subscriberID]!.read
+            let stream = streams[subscriberID]!
+            ledgers[subscriberID] = stream.read
+            after.append(LoadedLedger(ledger: stream.read, version: stream.version, snapshotVersion: stream.snapshotVersion))
         }
         let appendedIDs = appendedStreams
-        for (subscriberID, appended) in zip(appendedIDs, appendResults) {
+        for ((subscriberID, appended), append) in zip(zip(appendedIDs, appendResults), appends) {
             guard var stream = streams.removeValue(forKey: subscriberID) else { continue }
             var ledger = stream.read
             stream.read = SubscriberLedger(subscriberID: subscriberID)
             stream.ledger = stream.read
+            let version = appended.outcomes.last?.streamVersion ?? stream.version
+            var stored = exact || version - stream.snapshotVersion >= SubscriberSnapshots.interval
             var isKnown = true
-            for (outcome, pending) in zip(appended.outcomes, stream.pending) {
+            for ((outcome, pending), event) in zip(zip(appended.outcomes, stream.pending), append.events) {
                 let ownStream = isOwn(pending.command, subscriberID)
                 if outcome.isDuplicate {
                     isKnown = false
                     if ownStream { outcomes[pending.command] = .duplicate(position: outcome.position) }
                     continue
                 }
-                ledger.apply(RecordedLedgerEvent(position: outcome.position, recordedAt: now, event: pending.event))
+                var applied = pending.event
+                if stored {
+                    // What this build just encoded decodes; if it ever did not, the
+                    // ledger is only good for this answer, not to keep.
+                    if let decoded = try? LedgerEvent.decode(type: event.type, schemaVersion: event.schemaVersion, data: event.data) {
+                        applied = decoded
+                    } else {
+                        stored = false
+                    }
+                }
+                ledger.apply(RecordedLedgerEvent(position: outcome.position, recordedAt: now, event: applied))
                 if ownStream, case .recorded = outcomes[pending.command] {
                     outcomes[pending.command] = .recorded(position: outcome.position)
                 }
             }
-            if isKnown { ledgers[subscriberID] = ledger }
-        }
-        return WriteBatchResult(outcomes: outcomes, ledgers: ledgers)
-    }
-
-    /// The ledgers to store as snapshots once the appends are in: streams
-    /// whose tail since their stored snapshot reached the interval, with the
-    /// events as the store returns them (decoded from what was appended, so
-    /// the snapshot equals a fold of the stored stream).
-    func snapshotsDue(appends: [StreamAppend], results: [StreamAppendResult]) throws -> [LoadedLedger] {
-        var due: [LoadedLedger] = []
-        for ((subscriberID, append), appended) in zip(zip(appendedStreams, appends), results) {
-            let stream = streams[subscriberID]!
-            guard let version = appended.outcomes.last?.streamVersion, !appended.outcomes.contains(where: \.isDuplicate),
-                  version - stream.snapshotVersion >= SubscriberSnapshots.interval else { continue }
-            var ledger = stream.read
-            for (event, outcome) in zip(append.events, appended.outcomes) {
-                let decoded = try LedgerEvent.decode(type: event.type, schemaVersion: event.schemaVersion, data: event.data)
-                ledger.apply(RecordedLedgerEvent(position: outcome.position, recordedAt: Date(), event: decoded))
+            if isKnown {
+                ledgers[subscriberID] = ledger
+                if stored { after.append(LoadedLedger(ledger: ledger, version: version, snapshotVersion: stream.snapshotVersion)) }
             }
-            due.append(LoadedLedger(ledger: ledger, version: version, snapshotVersion: stream.snapshotVersion))
         }
-        return due
+        return (WriteBatchResult(outcomes: outcomes, ledgers: ledgers), after)
     }
 
     /// Whether `subscriberID` is the subscriber command `index` was for (not a

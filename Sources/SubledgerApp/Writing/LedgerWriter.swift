@@ -33,6 +33,9 @@ public struct LedgerWriter: Sendable {
     /// When set, one-fact writes (without rows of their own) are combined
     /// with concurrent ones for other subscribers into one commit.
     public var combiner: WriteCombiner?
+    /// Long ledgers kept in memory between writes (and shared with the
+    /// readers): a write of a long history then reads only its new events.
+    public var ledgerCache: LedgerCache?
     /// Runs after a batch has read its streams and before it commits (tests
     /// move a stream under a batch with it).
     var afterRead: (@Sendable (_ subscriberIDs: [String]) async throws -> Void)?
@@ -48,6 +51,7 @@ public struct LedgerWriter: Sendable {
     public init(_ dependencies: AppDependencies) {
         self.init(pool: dependencies.pool, store: dependencies.store, catalog: dependencies.catalog.catalog,
                   restorePolicy: dependencies.configuration.restorePolicy, logger: dependencies.logger)
+        ledgerCache = dependencies.ledgers
     }
 
     // MARK: One fact
@@ -171,12 +175,14 @@ public struct LedgerWriter: Sendable {
                 continue
             }
             for transfer in decision.transfers where !work.hasStream(transfer.fromSubscriberID) {
-                work.add(try await SubscriberSnapshots.load(transfer.fromSubscriberID, on: connection))
+                work.add(try await SubscriberSnapshots.load(transfer.fromSubscriberID, cache: ledgerCache, use: .take, on: connection))
             }
             work.apply(decision, of: index, for: command.subscriberID, now: now)
         }
         let appends = try work.appends(sources: batch.commands.map(\.source))
-        guard !appends.isEmpty || batch.alongside != nil else { return (work.result(appendResults: [], now: now), []) }
+        guard !appends.isEmpty || batch.alongside != nil else {
+            return (await settle(&work, appends: [], results: [], now: now, on: connection), [])
+        }
         let claims = work.claims
         let ownership = OwnershipStore.statements(claims: claims, transactions: work.transactionRows)
         let results: [StreamAppendResult]
@@ -196,16 +202,28 @@ public struct LedgerWriter: Sendable {
         } catch let error as PostgresError where error.sqlState == OwnershipStore.ownershipChanged {
             throw OwnershipChanged()
         }
-        // After the commit, so a snapshot never runs ahead of what committed;
-        // a lost one is only a longer tail to read next time.
-        if let due = try? work.snapshotsDue(appends: appends, results: results), !due.isEmpty {
+        return (await settle(&work, appends: appends, results: results, now: now, on: connection), claims)
+    }
+
+    /// The result of a batch after its commit (or of one that wrote nothing):
+    /// snapshots stored for streams whose tail reached the interval, after
+    /// the commit, so a snapshot never runs ahead of what committed (a lost
+    /// one is only a longer tail to read next time); the ledgers kept in the
+    /// cache.
+    private func settle(_ work: inout BatchWork, appends: [StreamAppend], results: [StreamAppendResult], now: Date,
+                        on connection: Connection) async -> WriteBatchResult {
+        var (result, ledgers) = work.result(appendResults: results, appends: appends, exact: ledgerCache != nil, now: now)
+        let due = ledgers.indices.filter { ledgers[$0].isSnapshotDue }
+        if !due.isEmpty {
             do {
-                try await SubscriberSnapshots.save(due, on: connection)
+                try await SubscriberSnapshots.save(due.map { ledgers[$0] }, on: connection)
+                for index in due { ledgers[index].snapshotVersion = ledgers[index].version }
             } catch {
                 logger.warning("storing snapshots failed", metadata: ["error": "\(error)"])
             }
         }
-        return (work.result(appendResults: results, now: now), claims)
+        if let ledgerCache { for ledger in ledgers { ledgerCache.keep(ledger) } }
+        return result
     }
 
     static let factsRecorded = Counter(label: "subledger_facts_total", dimensions: [("outcome", "recorded")])
