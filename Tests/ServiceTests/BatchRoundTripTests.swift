@@ -49,6 +49,7 @@ struct BatchRoundTripTests {
                 try await dependencies.project(projection, batch: 100_000)
             }
         }
+        await dependencies.ledgers.snapshotsSaved()  // stored off the write path
         let snapshots = try await dependencies.pool.query("SELECT count(*) FROM subscriber_snapshots").first?.decode(Int.self, at: 0)
         #expect(snapshots == subscribers)
         // Two rounds × two projections, each batch two round trips. (Usually one

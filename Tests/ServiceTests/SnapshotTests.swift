@@ -29,6 +29,8 @@ struct SnapshotServiceTests {
                 _ = try await writer.write(WriteBatch((chunk..<(chunk + 250)).map(renewal)))
             }
             for index in 2000..<2070 { _ = try await writer.write(WriteBatch([renewal(index)])) }
+            // Stored off the request path.
+            await dependencies.ledgers.snapshotsSaved()
             let pool = dependencies.pool
             let stored = try await pool.query("SELECT stream_version FROM subscriber_snapshots WHERE subscriber_id = 'long'")
             let snapshotVersion = try #require(try stored.first?.decode(Int64.self, at: 0))

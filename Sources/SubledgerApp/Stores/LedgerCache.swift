@@ -1,4 +1,7 @@
+import Foundation
 import Ledger
+import Logging
+import Postgres
 import Synchronization
 
 /// Subscribers' ledgers kept in memory between requests, each with the
@@ -34,6 +37,13 @@ public final class LedgerCache: Sendable {
     /// The stream version from which a ledger is kept.
     public let minimumVersion: Int64
     private let contents = Mutex(Contents())
+    /// Snapshot saves under way.
+    private let saving = Mutex([UUID: Saving]())
+
+    struct Saving {
+        var subscriberIDs: Set<String>
+        var task: Task<Void, Never>
+    }
 
     /// - Parameters:
     ///   - budget: facts held at most (about 0.4 KB each in memory); the
@@ -95,6 +105,43 @@ public final class LedgerCache: Sendable {
             contents.weight += weight
             if contents.weight > budget { Self.evict(&contents, downTo: budget * 3 / 4) }
         }
+    }
+
+    /// Stores `due` as their subscribers' snapshots in the background (one
+    /// statement, on a connection of `pool`), so the write that made them due
+    /// does not wait for encoding and sending long ledgers; then records
+    /// each snapshot's version on the ledger held. A subscriber whose save is
+    /// under way is left out: the next write finds its snapshot still due. A
+    /// save that fails is only logged (a snapshot is derived: a lost one is a
+    /// longer tail for a reader without this cache).
+    func saveSnapshots(_ due: [LoadedLedger], pool: ConnectionPool, logger: Logger) {
+        let key = UUID()
+        saving.withLock { saving in
+            let ledgers = due.filter { ledger in !saving.values.contains { $0.subscriberIDs.contains(ledger.subscriberID) } }
+            guard !ledgers.isEmpty else { return }
+            let task = Task.detached { [self] in
+                do {
+                    try await pool.withConnection { try await SubscriberSnapshots.save(ledgers, on: $0) }
+                    contents.withLock { contents in
+                        for saved in ledgers {
+                            guard var entry = contents.entries[saved.subscriberID], entry.loaded.version >= saved.version,
+                                  entry.loaded.snapshotVersion < saved.version else { continue }
+                            entry.loaded.snapshotVersion = saved.version
+                            contents.entries[saved.subscriberID] = entry
+                        }
+                    }
+                } catch {
+                    logger.warning("storing snapshots failed", metadata: ["error": "\(error)"])
+                }
+                _ = self.saving.withLock { $0.removeValue(forKey: key) }
+            }
+            saving[key] = Saving(subscriberIDs: Set(ledgers.map(\.subscriberID)), task: task)
+        }
+    }
+
+    /// Waits for the snapshot saves under way (tests, and a clean shutdown).
+    public func snapshotsSaved() async {
+        while let saving = saving.withLock({ $0.values.first }) { await saving.task.value }
     }
 
     /// Drops the ledgers of `subscriberIDs`.

@@ -150,12 +150,13 @@ struct BatchWork {
     /// stored first) makes its command a duplicate of that copy, and its
     /// stream's ledger unknown until read again.
     ///
-    /// `exact`: apply the events as the store holds them (decoded from what
-    /// was appended), so a ledger kept or stored as a snapshot equals a fold
-    /// of the stored stream; a stream whose snapshot is due always is.
+    /// `exactFrom`: from this stream version on, apply the events as the
+    /// store holds them (decoded from what was appended), so a ledger kept
+    /// in memory equals a fold of the stored stream; a stream whose snapshot
+    /// is due always is. Only those ledgers are returned.
     /// Takes the ledgers as read out of the work (so the events are applied
     /// to them in place, not to a copy); the work is spent after it.
-    mutating func result(appendResults: [StreamAppendResult], appends: [StreamAppend], exact: Bool,
+    mutating func result(appendResults: [StreamAppendResult], appends: [StreamAppend], exactFrom: Int64,
                          now: Date) -> (result: WriteBatchResult, ledgers: [LoadedLedger]) {
         var outcomes = self.outcomes
         var ledgers = [String: SubscriberLedger]()
@@ -172,7 +173,7 @@ struct BatchWork {
             stream.read = SubscriberLedger(subscriberID: subscriberID)
             stream.ledger = stream.read
             let version = appended.outcomes.last?.streamVersion ?? stream.version
-            var stored = exact || version - stream.snapshotVersion >= SubscriberSnapshots.interval
+            var stored = version >= exactFrom || version - stream.snapshotVersion >= SubscriberSnapshots.interval
             var isKnown = true
             for ((outcome, pending), event) in zip(zip(appended.outcomes, stream.pending), append.events) {
                 let ownStream = isOwn(pending.command, subscriberID)

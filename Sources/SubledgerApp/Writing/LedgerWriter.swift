@@ -208,11 +208,20 @@ public struct LedgerWriter: Sendable {
     /// The result of a batch after its commit (or of one that wrote nothing):
     /// snapshots stored for streams whose tail reached the interval, after
     /// the commit, so a snapshot never runs ahead of what committed (a lost
-    /// one is only a longer tail to read next time); the ledgers kept in the
-    /// cache.
+    /// one is only a longer tail to read next time); with a ledger cache,
+    /// the ledgers kept in it and the snapshots stored in the background.
     private func settle(_ work: inout BatchWork, appends: [StreamAppend], results: [StreamAppendResult], now: Date,
                         on connection: Connection) async -> WriteBatchResult {
-        var (result, ledgers) = work.result(appendResults: results, appends: appends, exact: ledgerCache != nil, now: now)
+        var (result, ledgers) = work.result(appendResults: results, appends: appends,
+                                               exactFrom: ledgerCache?.minimumVersion ?? .max, now: now)
+        if let ledgerCache {
+            // Served from memory: the snapshot only matters to a reader
+            // without this cache, so it is stored off the request path.
+            for ledger in ledgers { ledgerCache.keep(ledger) }
+            let due = ledgers.filter(\.isSnapshotDue)
+            if !due.isEmpty { ledgerCache.saveSnapshots(due, pool: pool, logger: logger) }
+            return result
+        }
         let due = ledgers.indices.filter { ledgers[$0].isSnapshotDue }
         if !due.isEmpty {
             do {
@@ -222,7 +231,6 @@ public struct LedgerWriter: Sendable {
                 logger.warning("storing snapshots failed", metadata: ["error": "\(error)"])
             }
         }
-        if let ledgerCache { for ledger in ledgers { ledgerCache.keep(ledger) } }
         return result
     }
 
