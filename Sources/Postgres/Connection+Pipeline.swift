@@ -10,17 +10,34 @@ extension Connection {
     /// the rest and is thrown.
     public func pipeline(_ queries: [PostgresQuery]) async throws -> [PostgresRows] {
         guard !queries.isEmpty else { return [] }
-        return try await run { handle throws(PostgresError) in try Connection.runPipeline(queries, on: handle) }
+        return try await run { [prepared] handle throws(PostgresError) in
+            try Connection.runPipeline(queries, on: handle, prepared: prepared)
+        }
     }
 
-    static func runPipeline(_ queries: [PostgresQuery], on handle: OpaquePointer) throws(PostgresError) -> [PostgresRows] {
+    /// With `prepared`, statements run before are prepared and run by name
+    /// (see `PreparedStatements`); a statement prepared in a pipeline that
+    /// fails is forgotten, whether or not its preparation ran.
+    static func runPipeline(_ queries: [PostgresQuery], on handle: OpaquePointer,
+                            prepared: PreparedStatements? = nil) throws(PostgresError) -> [PostgresRows] {
         try withParameters(queries.map(\.binds)) { parameters throws(PostgresError) in
-            try runPipeline(queries, parameters: parameters, on: handle)
+            let plans = zip(queries, parameters).map { query, bound in
+                prepared?.plan(query.sql, parameters: bound) ?? .unnamed
+            }
+            do throws(PostgresError) {
+                return try runPipeline(queries, parameters: parameters, plans: plans, on: handle)
+            } catch {
+                for (query, plan) in zip(queries, plans) {
+                    if case .prepare = plan { prepared?.forget(query.sql) }
+                }
+                if PreparedStatements.isStale(error) { prepared?.forgetAll() }
+                throw error
+            }
         }
     }
 
     private static func runPipeline(
-        _ queries: [PostgresQuery], parameters: [Parameters], on handle: OpaquePointer
+        _ queries: [PostgresQuery], parameters: [Parameters], plans: [PreparedStatements.Plan], on handle: OpaquePointer
     ) throws(PostgresError) -> [PostgresRows] {
         guard PQenterPipelineMode(handle) == 1 else {
             throw PostgresError(code: .invalidState, message: errorMessage(handle))
@@ -29,9 +46,18 @@ extension Connection {
         // Non-blocking while sending, so a full socket buffer cannot deadlock us
         // against a server that is busy writing results we have not read yet.
         PQsetnonblocking(handle, 1)
-        for (query, bound) in zip(queries, parameters) {
-            let sent = PQsendQueryParams(
-                handle, query.sql, bound.count, bound.types, bound.values, bound.lengths, bound.formats, 0)
+        for ((query, bound), plan) in zip(zip(queries, parameters), plans) {
+            var sent: Int32
+            switch plan {
+            case .unnamed:
+                sent = PQsendQueryParams(
+                    handle, query.sql, bound.count, bound.types, bound.values, bound.lengths, bound.formats, 0)
+            case .prepared(let name):
+                sent = PQsendQueryPrepared(handle, name, bound.count, bound.values, bound.lengths, bound.formats, 0)
+            case .prepare(let name):
+                sent = PQsendPrepare(handle, name, query.sql, bound.count, bound.types)
+                if sent == 1 { sent = PQsendQueryPrepared(handle, name, bound.count, bound.values, bound.lengths, bound.formats, 0) }
+            }
             guard sent == 1 else {
                 PQsetnonblocking(handle, 0)
                 throw PostgresError(code: .connectionLost, message: errorMessage(handle), query: query.sql)
@@ -60,7 +86,17 @@ extension Connection {
         var outputs = [PostgresRows]()
         outputs.reserveCapacity(queries.count)
         var firstError: PostgresError?
-        for query in queries {
+        for (query, plan) in zip(queries, plans) {
+            if case .prepare = plan {
+                // The preparation's own result comes first.
+                while let result = PQgetResult(handle) {
+                    defer { PQclear(result) }
+                    let status = PQresultStatus(result)
+                    if status != PGRES_COMMAND_OK, status != PGRES_PIPELINE_ABORTED, firstError == nil {
+                        firstError = serverError(result, handle: handle, sql: query.sql)
+                    }
+                }
+            }
             var rows = PostgresRows(columns: [], rows: [], affectedRows: 0)
             while let result = PQgetResult(handle) {
                 defer { PQclear(result) }

@@ -6,7 +6,7 @@ extension Connection {
     /// Runs one parameterised statement and returns its rows.
     @discardableResult
     public func query(_ query: PostgresQuery) async throws -> PostgresRows {
-        try await run { handle throws(PostgresError) in try Connection.execute(query, on: handle) }
+        try await run { [prepared] handle throws(PostgresError) in try Connection.execute(query, on: handle, prepared: prepared) }
     }
 
     /// Runs SQL text with no parameters, possibly several statements (migrations).
@@ -18,14 +18,37 @@ extension Connection {
         }
     }
 
-    static func execute(_ query: PostgresQuery, on handle: OpaquePointer) throws(PostgresError) -> PostgresRows {
-        let result = try withParameters([query.binds]) { parameters in
+    /// With `prepared`, a statement run before is prepared and run by name
+    /// (see `PreparedStatements`).
+    static func execute(_ query: PostgresQuery, on handle: OpaquePointer,
+                        prepared: PreparedStatements? = nil) throws(PostgresError) -> PostgresRows {
+        let result = try withParameters([query.binds]) { parameters throws(PostgresError) in
             let bound = parameters[0]
-            return PQexecParams(
-                handle, query.sql, bound.count, bound.types, bound.values, bound.lengths, bound.formats, 0)
+            switch prepared?.plan(query.sql, parameters: bound) ?? .unnamed {
+            case .unnamed:
+                return PQexecParams(
+                    handle, query.sql, bound.count, bound.types, bound.values, bound.lengths, bound.formats, 0)
+            case .prepared(let name):
+                return PQexecPrepared(handle, name, bound.count, bound.values, bound.lengths, bound.formats, 0)
+            case .prepare(let name):
+                let made = PQprepare(handle, name, query.sql, bound.count, bound.types)
+                defer { PQclear(made) }
+                do throws(PostgresError) {
+                    _ = try rows(from: made, handle: handle, sql: query.sql)
+                } catch {
+                    prepared?.forget(query.sql)
+                    throw error
+                }
+                return PQexecPrepared(handle, name, bound.count, bound.values, bound.lengths, bound.formats, 0)
+            }
         }
         defer { PQclear(result) }
-        return try rows(from: result, handle: handle, sql: query.sql)
+        do throws(PostgresError) {
+            return try rows(from: result, handle: handle, sql: query.sql)
+        } catch {
+            if PreparedStatements.isStale(error) { prepared?.forgetAll() }
+            throw error
+        }
     }
 
     /// Converts a result into rows, or into the error it carries.

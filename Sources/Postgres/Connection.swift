@@ -23,6 +23,8 @@ public final class Connection: @unchecked Sendable {
     public let logger: Logger
     /// The connection's socket, fixed for its life (libpq opens it once).
     private let socket: Int32
+    /// Statements prepared on this session (used by jobs on `executor` only).
+    let prepared = PreparedStatements()
 
     /// How many exchanges with the server (a statement, or a pipeline of
     /// them) this connection has run: what tests and the benchmark count to
