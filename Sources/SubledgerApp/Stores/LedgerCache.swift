@@ -46,8 +46,8 @@ public final class LedgerCache: Sendable {
     }
 
     /// - Parameters:
-    ///   - budget: facts held at most (about 0.4 KB each in memory); the
-    ///     default holds some 60,000 facts, about 25 MB.
+    ///   - budget: facts held at most (measured at about 0.15-0.2 KB each in
+    ///     memory for renewals); the default, 60,000 facts, is some 12 MB.
     ///   - minimumVersion: the shortest stream kept.
     public init(budget: Int = 60_000, minimumVersion: Int64 = 16) {
         self.budget = budget
