@@ -47,9 +47,10 @@ public final class LedgerCache: Sendable {
 
     /// - Parameters:
     ///   - budget: facts held at most (measured at about 0.15-0.2 KB each in
-    ///     memory for renewals); the default, 60,000 facts, is some 12 MB.
+    ///     memory for renewals); the default, 200,000 facts (ten subscribers
+    ///     of 10,000 renewals), is some 35 MB, well inside `serve`'s memory target.
     ///   - minimumVersion: the shortest stream kept.
-    public init(budget: Int = 60_000, minimumVersion: Int64 = 16) {
+    public init(budget: Int = 200_000, minimumVersion: Int64 = 16) {
         self.budget = budget
         self.minimumVersion = minimumVersion
     }
