@@ -68,11 +68,17 @@ public struct Importer: Sendable {
         self.writer = writer
     }
 
-    /// An importer whose appends are set-based (`BatchAppend.setBased`).
+    /// An importer whose appends are set-based (`BatchAppend.setBased`), and
+    /// whose writers keep the ledgers they write in memory: a subscriber's
+    /// facts are spread over the file, and each later chunk would otherwise
+    /// read and decode again every event the earlier ones wrote for them.
+    /// Bounded like the service's cache, so memory stays flat in the file size.
     public init(pool: ConnectionPool, store: EventStore, catalog: Catalog, restorePolicy: RestorePolicy, logger: Logger) {
         var store = store
         store.batchAppend = .setBased
-        self.init(writer: LedgerWriter(pool: pool, store: store, catalog: catalog, restorePolicy: restorePolicy, logger: logger))
+        var writer = LedgerWriter(pool: pool, store: store, catalog: catalog, restorePolicy: restorePolicy, logger: logger)
+        writer.ledgerCache = LedgerCache(minimumVersion: 1)
+        self.init(writer: writer)
     }
 
     /// Told of the original transactions a batch claimed, after it commits.

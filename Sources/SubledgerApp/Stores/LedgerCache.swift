@@ -17,8 +17,9 @@ import Synchronization
 ///
 /// Only ledgers of `minimumVersion` events or more are kept: a short one is
 /// read and folded as fast as it is looked up. Memory is bounded by
-/// `budget`, counted in facts held (idempotency keys and transactions);
-/// past it the least recently used ledgers are dropped.
+/// `budget`, counted in facts held (idempotency keys and transactions, and
+/// eight for each ledger's own tables); past it the least recently used
+/// ledgers are dropped.
 public final class LedgerCache: Sendable {
     struct Entry {
         var loaded: LoadedLedger
@@ -94,7 +95,8 @@ public final class LedgerCache: Sendable {
     func keep(_ loaded: LoadedLedger) {
         guard loaded.cachedState == nil else { return }
         if loaded.supersedesHeld { forget([loaded.subscriberID]) }
-        let weight = loaded.ledger.factCount
+        // A ledger's own tables cost about as much as a few facts, whatever it holds.
+        let weight = loaded.ledger.factCount + 8
         guard loaded.version >= minimumVersion, weight <= budget else { return }
         contents.withLock { contents in
             if let held = contents.entries[loaded.subscriberID] {
