@@ -137,11 +137,16 @@ extension EventStore {
     }
 
     /// The last event of every transaction already finished (`.start` when none).
-    private func commitHorizon(on connection: Connection) async throws -> Checkpoint {
+    ///
+    /// The ORDER BY names the table's column: a bare `transaction_id` is the
+    /// text output column of that name, in which "999" sorts after "2855", so
+    /// the horizon fell far behind the end of the log and the catch-up read
+    /// most of it again.
+    func commitHorizon(on connection: Connection) async throws -> Checkpoint {
         let horizon = try await connection.query("""
             SELECT transaction_id::text, position FROM events
             WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-            ORDER BY transaction_id DESC, position DESC LIMIT 1
+            ORDER BY events.transaction_id DESC, events.position DESC LIMIT 1
             """).first
         return try horizon.map {
             Checkpoint(transactionID: UInt64(try $0.decode(String.self, at: 0)) ?? 0, position: try $0.decode(Int64.self, at: 1))
