@@ -12,7 +12,12 @@ import Foundation
 public enum RFC3339 {
     /// Parses `2024-01-31T12:00:00Z`, `2024-01-31T12:00:00.250+02:00`, ...
     public static func parse(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    /// `parse` of UTF-8 bytes, for decoders that read dates in place.
+    static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         var index = 0
 
         func digits(_ count: Int) -> Int? {
