@@ -1,0 +1,88 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+@Suite("Bulk reads and writes")
+struct BulkTests {
+    static let awkward = ["plain", "tab\there", "new\nline", "carriage\rreturn", #"back\slash"#, #"\."#, #"\N"#, "NULL", "",
+                          #"quote"d"#, "{brace}", "a,b", " spaced ", "café", "🎉"]
+
+    /// Text that COPY and array literals escape, NULL, booleans and arrays
+    /// come back as sent; a COPY the server refuses throws its error and
+    /// leaves the connection usable.
+    @Test func copyLoadsRowsAsSent() async throws {
+        let connection = try await Connection.connect(to: try await TestDatabase.make())
+        defer { connection.close() }
+        try await connection.execute(unsafeSQL: "CREATE TABLE t (n integer, label text, flag boolean, tags text[], at timestamptz)")
+        var rows = CopyTextRows()
+        for (index, text) in Self.awkward.enumerated() {
+            rows.appendVerbatim { $0.append(contentsOf: String(index).utf8) }
+            rows.append(index % 4 == 3 ? nil : text)
+            rows.append(index % 2 == 0)
+            rows.append(array: Array(Self.awkward.shuffled().prefix(index % 4)))
+            if index % 3 == 0 { rows.appendNull() } else { rows.appendVerbatim { $0.append(contentsOf: "2024-02-29T12:34:56.789Z".utf8) } }
+            rows.endRow()
+        }
+        #expect(rows.count == Self.awkward.count)
+        #expect(try await connection.copy(unsafeSQL: "COPY t (n, label, flag, tags, at) FROM STDIN", rows: rows) == Self.awkward.count)
+        let leapDay = try await connection.query("SELECT '2024-02-29T12:34:56.789Z'::timestamptz").first?.decode(Date.self, at: 0)
+        let back = try await connection.query("""
+            SELECT n, label, flag, array_to_json(tags)::text, at FROM t ORDER BY n
+            """)
+        #expect(back.count == Self.awkward.count)
+        for row in back {
+            let index = try row.decode(Int.self, at: 0)
+            #expect(try row.decode(String?.self, at: 1) == (index % 4 == 3 ? nil : Self.awkward[index]))
+            #expect(try row.decode(Bool.self, at: 2) == (index % 2 == 0))
+            let tags = try JSONDecoder().decode([String].self, from: Data(try row.decode(String.self, at: 3).utf8))
+            #expect(tags.count == index % 4 && tags.allSatisfy(Self.awkward.contains))
+            #expect(try row.decode(Date?.self, at: 4) == (index % 3 == 0 ? nil : leapDay))
+        }
+
+        var broken = CopyTextRows()
+        broken.append("not a number")
+        broken.endRow()
+        let error = await #expect(throws: PostgresError.self) {
+            try await connection.copy(unsafeSQL: "COPY t (n) FROM STDIN", rows: broken)
+        }
+        #expect(error?.code == .server)
+        #expect(try await connection.query("SELECT count(*) FROM t").first?.decode(Int.self, at: 0) == Self.awkward.count)
+    }
+
+    /// Values read in place are what `query` decodes from its strings.
+    @Test func rowsFoldedInPlaceReadAsTheStringRowsDo() async throws {
+        let connection = try await Connection.connect(to: try await TestDatabase.make())
+        defer { connection.close() }
+        let sql: PostgresQuery = """
+            SELECT n, n::text || \("é\tß"), timestamptz '2026-11-22 05:19:05.123456+00' - n * interval '1 millisecond 7 microseconds', NULL::bigint
+            FROM generate_series(\(-5000)::bigint, 5000) AS n
+            UNION ALL SELECT 9223372036854775807, '', '-infinity', NULL
+            UNION ALL SELECT -9223372036854775808, '', '2024-02-29 23:59:59.999999+05:30', NULL
+            """
+        let expected = try await connection.query(sql).map { row in
+            (try row.decode(Int64.self, at: 0), try row.decode(String.self, at: 1), try row.decode(Date.self, at: 2))
+        }
+        struct Read: Sendable {
+            var values: [(Int64, String, Date)] = []
+            var nulls = 0
+            var refusals = 0
+        }
+        let read = try await connection.query(sql, into: Read()) { read, row throws(PostgresError) in
+            read.values.append((try row.integer(at: 0), String(decoding: try row.bytes(at: 1), as: UTF8.self), try row.date(at: 2)))
+            if row.isNull(at: 3) { read.nulls += 1 }
+            // NULL is not an integer, and there is no fifth column.
+            if (try? row.integer(at: 3)) == nil { read.refusals += 1 }
+            if (try? row.bytes(at: 4)) == nil { read.refusals += 1 }
+        }
+        #expect(read.values.count == expected.count)
+        #expect(read.nulls == expected.count)
+        #expect(read.refusals == 2 * expected.count)
+        for (actual, wanted) in zip(read.values, expected) {
+            #expect(actual.0 == wanted.0 && actual.1 == wanted.1 && actual.2 == wanted.2)
+        }
+        await #expect(throws: PostgresError.self) {
+            try await connection.query("SELECT 1/0", into: 0) { count, _ throws(PostgresError) in count += 1 }
+        }
+    }
+}
