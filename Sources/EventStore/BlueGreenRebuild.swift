@@ -107,9 +107,7 @@ extension EventStore {
         }
         try await afterLoad()
         let seenByLoad = await loaded.all
-        for table in consumer.tables {
-            try await connection.query("SELECT subledger_shadow_index(\(table))")
-        }
+        try await indexShadows(consumer.tables, workers: workers, on: connection)
         // Catch up in short transactions, so the swap has little left to do.
         var position = start
         while true {
@@ -134,6 +132,26 @@ extension EventStore {
             try await saveCheckpoint(position, of: consumer.name, on: connection)
         }
         return counter.add(0)
+    }
+
+    /// Indexes the shadow tables, `workers` at once: building an index keeps
+    /// one server process busy, and the tables are independent, so the
+    /// rebuild's connections build them side by side (`connection` and
+    /// pool connections), as they loaded them.
+    private func indexShadows(_ tables: [String], workers: Int, on connection: Connection) async throws {
+        let lanes = max(1, min(workers, tables.count))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<lanes {
+                let mine = tables.indices.filter { $0 % lanes == lane }.map { tables[$0] }
+                group.addTask {
+                    func index(on connection: Connection) async throws {
+                        for table in mine { try await connection.query("SELECT subledger_shadow_index(\(table))") }
+                    }
+                    if lane == 0 { try await index(on: connection) } else { try await pool.withConnection { try await index(on: $0) } }
+                }
+            }
+            try await group.waitForAll()
+        }
     }
 
     /// The last event of every transaction already finished (`.start` when none).
