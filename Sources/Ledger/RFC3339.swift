@@ -30,8 +30,11 @@ public enum RFC3339 {
             index += count
             return value
         }
-        func expect(_ characters: String) -> Bool {
-            guard index < bytes.count, characters.utf8.contains(bytes[index]) else { return false }
+        // A static string's bytes, not a String's UTF-8 view: this runs for every date of a rebuild.
+        func expect(_ characters: StaticString) -> Bool {
+            guard index < bytes.count,
+                  UnsafeBufferPointer(start: characters.utf8Start, count: characters.utf8CodeUnitCount).contains(bytes[index])
+            else { return false }
             index += 1
             return true
         }

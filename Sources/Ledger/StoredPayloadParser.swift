@@ -468,8 +468,22 @@ struct StoredPayloadParser {
         string().flatMap { try? ISODuration(parsing: $0) }
     }
 
-    private mutating func rawValue<Value: RawRepresentable>() -> Value? where Value.RawValue == String {
-        string().flatMap(Value.init(rawValue:))
+    /// A case of `Value` by its raw value. Plain ASCII is compared byte for
+    /// byte with each case's raw value, without making a String: for ASCII
+    /// text that is what `init(rawValue:)`'s String comparison decides.
+    /// Anything else goes through `init(rawValue:)`.
+    private mutating func rawValue<Value: RawRepresentable & CaseIterable>() -> Value? where Value.RawValue == String {
+        let start = index
+        if let plain = plainString(), plain.isASCII {
+            return Value.allCases.first { value in
+                var raw = value.rawValue
+                return raw.withUTF8 { raw in
+                    raw.count == plain.bytes.count && (raw.isEmpty || memcmp(raw.baseAddress!, plain.bytes.baseAddress!, raw.count) == 0)
+                }
+            }
+        }
+        index = start
+        return string().flatMap(Value.init(rawValue:))
     }
 
     /// An integer written plainly (`-12`, `0`): no fraction, exponent, leading

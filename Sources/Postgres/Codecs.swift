@@ -179,8 +179,10 @@ enum TimestampParser {
             index += width
             return value
         }
-        func expect(_ chars: String) -> Bool {
-            guard index < bytes.count, chars.utf8.contains(bytes[index]) else { return false }
+        // A static string's bytes, not a String's UTF-8 view: this runs for every event a rebuild reads.
+        func expect(_ chars: StaticString) -> Bool {
+            guard index < bytes.count, UnsafeBufferPointer(start: chars.utf8Start, count: chars.utf8CodeUnitCount).contains(bytes[index])
+            else { return false }
             index += 1
             return true
         }
