@@ -80,8 +80,10 @@ struct StreamCursor {
     /// The next page's complete streams (empty once the range is read).
     mutating func next(on connection: Connection) async throws -> [StreamEvents] {
         guard !isFinished else { return [] }
-        let page = try await connection.query("FETCH FORWARD \(unsafeRaw: String(pageSize)) FROM rebuild_streams", into: Page()) {
-            page, row throws(PostgresError) in try page.add(row)
+        // Binary: the integers and timestamps cost neither side any formatting.
+        let fetch: PostgresQuery = "FETCH FORWARD \(unsafeRaw: String(pageSize)) FROM rebuild_streams"
+        let page = try await connection.query(fetch, into: Page(), binaryResults: true) { page, row throws(PostgresError) in
+            try page.add(row)
         }
         var streams = page.streams
         if let carried {

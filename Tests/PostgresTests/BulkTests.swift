@@ -50,37 +50,58 @@ struct BulkTests {
         #expect(try await connection.query("SELECT count(*) FROM t").first?.decode(Int.self, at: 0) == Self.awkward.count)
     }
 
-    /// Values read in place are what `query` decodes from its strings.
+    /// Values read in place, in text or binary form, are what `query`
+    /// decodes from its strings: integers of every width and sign, dates on
+    /// both sides of 1970 and 2000, offsets, infinity; also through a cursor.
     @Test func rowsFoldedInPlaceReadAsTheStringRowsDo() async throws {
         let connection = try await Connection.connect(to: try await TestDatabase.make())
         defer { connection.close() }
-        let sql: PostgresQuery = """
-            SELECT n, n::text || \("é\tß"), timestamptz '2026-11-22 05:19:05.123456+00' - n * interval '1 millisecond 7 microseconds', NULL::bigint
-            FROM generate_series(\(-5000)::bigint, 5000) AS n
-            UNION ALL SELECT 9223372036854775807, '', '-infinity', NULL
-            UNION ALL SELECT -9223372036854775808, '', '2024-02-29 23:59:59.999999+05:30', NULL
+        let select = """
+            SELECT n, n::text || 'é\tß', timestamptz '2026-11-22 05:19:05.123456+00' - n * interval '9 days 1 millisecond 7 microseconds',
+                   NULL::bigint, (n % 30000)::integer, (n % 300)::smallint
+            FROM generate_series(-5000::bigint, 5000) AS n
+            UNION ALL SELECT 9223372036854775807, '', '-infinity', NULL, 2147483647, 32767
+            UNION ALL SELECT -9223372036854775808, '', 'infinity', NULL, -2147483648, -32768
+            UNION ALL SELECT 1, '', '2024-02-29 23:59:59.999999+05:30', NULL, 0, 0
+            UNION ALL SELECT 2, '', '1969-12-31 23:59:59.000001+00', NULL, 0, 0
+            ORDER BY 1, 3
             """
+        let sql = PostgresQuery(unsafeSQL: select)
+        struct Value: Equatable, Sendable {
+            var number: Int64, text: String, date: Date, integer: Int64, small: Int64
+        }
         let expected = try await connection.query(sql).map { row in
-            (try row.decode(Int64.self, at: 0), try row.decode(String.self, at: 1), try row.decode(Date.self, at: 2))
+            Value(number: try row.decode(Int64.self, at: 0), text: try row.decode(String.self, at: 1),
+                  date: try row.decode(Date.self, at: 2), integer: try row.decode(Int64.self, at: 4),
+                  small: try row.decode(Int64.self, at: 5))
         }
         struct Read: Sendable {
-            var values: [(Int64, String, Date)] = []
+            var values: [Value] = []
             var nulls = 0
             var refusals = 0
         }
-        let read = try await connection.query(sql, into: Read()) { read, row throws(PostgresError) in
-            read.values.append((try row.integer(at: 0), String(decoding: try row.bytes(at: 1), as: UTF8.self), try row.date(at: 2)))
-            if row.isNull(at: 3) { read.nulls += 1 }
-            // NULL is not an integer, and there is no fifth column.
-            if (try? row.integer(at: 3)) == nil { read.refusals += 1 }
-            if (try? row.bytes(at: 4)) == nil { read.refusals += 1 }
+        for binary in [false, true] {
+            let read = try await connection.query(sql, into: Read(), binaryResults: binary) { read, row throws(PostgresError) in
+                read.values.append(Value(number: try row.integer(at: 0), text: String(decoding: try row.bytes(at: 1), as: UTF8.self),
+                                         date: try row.date(at: 2), integer: try row.integer(at: 4), small: try row.integer(at: 5)))
+                if row.isNull(at: 3) { read.nulls += 1 }
+                // NULL is not an integer, and there is no seventh column.
+                if (try? row.integer(at: 3)) == nil { read.refusals += 1 }
+                if (try? row.bytes(at: 6)) == nil { read.refusals += 1 }
+            }
+            #expect(read.values == expected, "binary: \(binary)")
+            #expect(read.nulls == expected.count)
+            #expect(read.refusals == 2 * expected.count)
         }
-        #expect(read.values.count == expected.count)
-        #expect(read.nulls == expected.count)
-        #expect(read.refusals == 2 * expected.count)
-        for (actual, wanted) in zip(read.values, expected) {
-            #expect(actual.0 == wanted.0 && actual.1 == wanted.1 && actual.2 == wanted.2)
+        // A cursor's FETCH answers in the form asked for, too.
+        let fetched = try await connection.withTransaction { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: "DECLARE c NO SCROLL CURSOR FOR " + select))
+            return try await connection.query("FETCH FORWARD 100000 FROM c", into: [Value](), binaryResults: true) { values, row throws(PostgresError) in
+                values.append(Value(number: try row.integer(at: 0), text: String(decoding: try row.bytes(at: 1), as: UTF8.self),
+                                    date: try row.date(at: 2), integer: try row.integer(at: 4), small: try row.integer(at: 5)))
+            }
         }
+        #expect(fetched == expected)
         await #expect(throws: PostgresError.self) {
             try await connection.query("SELECT 1/0", into: 0) { count, _ throws(PostgresError) in count += 1 }
         }
