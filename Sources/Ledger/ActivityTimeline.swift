@@ -228,19 +228,22 @@ struct ActivityTimeline {
 
     /// Pieces (sorted by start) joined where they overlap or touch; each
     /// joined stretch keeps the piece that lasts longest (then the latest).
+    /// The stretch being joined is changed in place: copying it out and back
+    /// for every piece (a retain and a release per string) was most of the
+    /// intervals' cost in a rebuild.
     static func merged(_ pieces: [Piece]) -> [Piece] {
         var result: [Piece] = []
         for piece in pieces {
-            guard var last = result.last, piece.start <= (last.end ?? .distantFuture) else {
+            let last = result.count - 1
+            guard last >= 0, piece.start <= (result[last].end ?? .distantFuture) else {
                 result.append(piece)
                 continue
             }
-            if (piece.end ?? .distantFuture) >= (last.end ?? .distantFuture) {
-                let start = last.start
-                last = piece
-                last.start = start
+            if (piece.end ?? .distantFuture) >= (result[last].end ?? .distantFuture) {
+                let start = result[last].start
+                result[last] = piece
+                result[last].start = start
             }
-            result[result.count - 1] = last
         }
         return result
     }
