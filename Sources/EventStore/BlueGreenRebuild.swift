@@ -107,9 +107,7 @@ extension EventStore {
         }
         try await afterLoad()
         let seenByLoad = await loaded.all
-        for table in consumer.tables {
-            try await connection.query("SELECT subledger_shadow_index(\(table))")
-        }
+        try await indexShadows(consumer.tables, workers: workers, on: connection)
         // Catch up in short transactions, so the swap has little left to do.
         var position = start
         while true {
@@ -136,12 +134,37 @@ extension EventStore {
         return counter.add(0)
     }
 
+    /// Indexes the shadow tables, `workers` at once: building an index keeps
+    /// one server process busy, and the tables are independent, so the
+    /// rebuild's connections build them side by side (`connection` and
+    /// pool connections), as they loaded them.
+    private func indexShadows(_ tables: [String], workers: Int, on connection: Connection) async throws {
+        let lanes = max(1, min(workers, tables.count))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<lanes {
+                let mine = tables.indices.filter { $0 % lanes == lane }.map { tables[$0] }
+                group.addTask {
+                    func index(on connection: Connection) async throws {
+                        for table in mine { try await connection.query("SELECT subledger_shadow_index(\(table))") }
+                    }
+                    if lane == 0 { try await index(on: connection) } else { try await pool.withConnection { try await index(on: $0) } }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
     /// The last event of every transaction already finished (`.start` when none).
-    private func commitHorizon(on connection: Connection) async throws -> Checkpoint {
+    ///
+    /// The ORDER BY names the table's column: a bare `transaction_id` is the
+    /// text output column of that name, in which "999" sorts after "2855", so
+    /// the horizon fell far behind the end of the log and the catch-up read
+    /// most of it again.
+    func commitHorizon(on connection: Connection) async throws -> Checkpoint {
         let horizon = try await connection.query("""
             SELECT transaction_id::text, position FROM events
             WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-            ORDER BY transaction_id DESC, position DESC LIMIT 1
+            ORDER BY events.transaction_id DESC, events.position DESC LIMIT 1
             """).first
         return try horizon.map {
             Checkpoint(transactionID: UInt64(try $0.decode(String.self, at: 0)) ?? 0, position: try $0.decode(Int64.self, at: 1))

@@ -80,8 +80,12 @@ struct StreamCursor {
     /// The next page's complete streams (empty once the range is read).
     mutating func next(on connection: Connection) async throws -> [StreamEvents] {
         guard !isFinished else { return [] }
-        let rows = try await connection.query("FETCH FORWARD \(unsafeRaw: String(pageSize)) FROM rebuild_streams")
-        var streams = try Self.streams(rows)
+        // Binary: the integers and timestamps cost neither side any formatting.
+        let fetch: PostgresQuery = "FETCH FORWARD \(unsafeRaw: String(pageSize)) FROM rebuild_streams"
+        let page = try await connection.query(fetch, into: Page(), binaryResults: true) { page, row throws(PostgresError) in
+            try page.add(row)
+        }
+        var streams = page.streams
         if let carried {
             if streams.first?.streamID == carried.streamID {
                 streams[0].events.insert(contentsOf: carried.events, at: 0)
@@ -90,7 +94,7 @@ struct StreamCursor {
             }
         }
         carried = nil
-        if rows.count < pageSize {
+        if page.rows < pageSize {
             isFinished = true
         } else if let last = streams.popLast() {
             carried = last  // may go on in the next page
@@ -98,28 +102,35 @@ struct StreamCursor {
         return streams
     }
 
-    static func streams(_ rows: PostgresRows) throws -> [StreamEvents] {
-        var streams: [StreamEvents] = []
-        for row in rows {
-            let event = try decode(row)
-            if streams.last?.streamID != event.streamID {
-                streams.append(StreamEvents(streamID: event.streamID, events: []))
-            }
-            streams[streams.count - 1].events.append(event)
-        }
-        return streams
-    }
-
     /// The rebuild does not read event ids, metadata, keys or transaction ids.
     static let noEventID = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
 
-    static func decode(_ row: PostgresRow) throws -> RecordedEvent {
-        RecordedEvent(
-            position: try row.decode(Int64.self, at: 0), streamID: try row.decode(String.self, at: 1),
-            streamVersion: try row.decode(Int64.self, at: 2), eventID: Self.noEventID,
-            type: try row.decode(String.self, at: 3), schemaVersion: try row.decode(Int.self, at: 4),
-            data: Data(try row.decode(String.self, at: 5).utf8), metadata: EventMetadata(), idempotencyKey: nil,
-            transactionID: 0, recordedAt: try row.decode(Date.self, at: 6))
+    /// A page's rows grouped into streams as they are read, each value read
+    /// in place (`Connection.query(_:into:_:)`): a page holds tens of
+    /// thousands of events, and a `String` per value before the event's own
+    /// copy cost more than the rest of reading them.
+    struct Page: Sendable {
+        var streams: [StreamEvents] = []
+        var rows = 0
+
+        mutating func add(_ row: PostgresRawRow) throws(PostgresError) {
+            rows += 1
+            let id = try row.bytes(at: 1)
+            // Rows come in stream order: each stream's id becomes a String once.
+            let streamID: String
+            if let last = streams.last?.streamID, last.utf8.count == id.count, last.utf8.elementsEqual(id) {
+                streamID = last
+            } else {
+                streamID = String(decoding: id, as: UTF8.self)
+                streams.append(StreamEvents(streamID: streamID, events: []))
+            }
+            let event = RecordedEvent(
+                position: try row.integer(at: 0), streamID: streamID, streamVersion: try row.integer(at: 2),
+                eventID: StreamCursor.noEventID, type: String(decoding: try row.bytes(at: 3), as: UTF8.self),
+                schemaVersion: Int(try row.integer(at: 4)), data: Data(try row.bytes(at: 5)), metadata: EventMetadata(),
+                idempotencyKey: nil, transactionID: 0, recordedAt: try row.date(at: 6))
+            streams[streams.count - 1].events.append(event)
+        }
     }
 }
 

@@ -155,8 +155,15 @@ struct ActivityTimeline {
     // MARK: Dates
 
     /// `from` and the dates strictly between `from` and `until`, sorted, once each.
+    /// Deduplicated once sorted rather than through a `Set`: a rebuild asks
+    /// this a dozen times per subscriber.
     static func points(from: Date, until: Date?, _ dates: [Date]) -> [Date] {
-        [from] + Set(dates.filter { $0 > from && $0 < (until ?? .distantFuture) }).sorted()
+        var between = dates.filter { $0 > from && $0 < (until ?? .distantFuture) }
+        between.sort()
+        var points = [from]
+        points.reserveCapacity(between.count + 1)
+        for date in between where date != points[points.count - 1] { points.append(date) }
+        return points
     }
 
     /// The dates of `sorted` strictly between `after` and `before`.
@@ -202,28 +209,41 @@ struct ActivityTimeline {
         return dates
     }
 
-    /// The start of the last stretch of continuous access among `pieces`.
+    /// The start of the last stretch of continuous access among `pieces`:
+    /// `merged(pieces.sorted { $0.start < $1.start }).last?.start`, joining
+    /// only the spans, which is all it reads, instead of copying the pieces.
     static func lastRunStart(of pieces: [Piece]) -> Date? {
-        merged(pieces.sorted { $0.start < $1.start }).last?.start
+        var last: (start: Date, end: Date?)?
+        for piece in pieces.map({ (start: $0.start, end: $0.end) }).sorted(by: { $0.start < $1.start }) {
+            guard let run = last, piece.start <= (run.end ?? .distantFuture) else {
+                last = piece
+                continue
+            }
+            if (piece.end ?? .distantFuture) >= (run.end ?? .distantFuture) { last = (run.start, piece.end) }
+        }
+        return last?.start
     }
 
     // MARK: Intervals
 
     /// Pieces (sorted by start) joined where they overlap or touch; each
     /// joined stretch keeps the piece that lasts longest (then the latest).
+    /// The stretch being joined is changed in place: copying it out and back
+    /// for every piece (a retain and a release per string) was most of the
+    /// intervals' cost in a rebuild.
     static func merged(_ pieces: [Piece]) -> [Piece] {
         var result: [Piece] = []
         for piece in pieces {
-            guard var last = result.last, piece.start <= (last.end ?? .distantFuture) else {
+            let last = result.count - 1
+            guard last >= 0, piece.start <= (result[last].end ?? .distantFuture) else {
                 result.append(piece)
                 continue
             }
-            if (piece.end ?? .distantFuture) >= (last.end ?? .distantFuture) {
-                let start = last.start
-                last = piece
-                last.start = start
+            if (piece.end ?? .distantFuture) >= (result[last].end ?? .distantFuture) {
+                let start = result[last].start
+                result[last] = piece
+                result[last].start = start
             }
-            result[result.count - 1] = last
         }
         return result
     }
@@ -240,8 +260,13 @@ struct ActivityTimeline {
 
     func entitlementIntervals() -> [SubscriberReadModel.EntitlementInterval] {
         var byEntitlement: [String: [Piece]] = [:]
+        // Pieces come in runs of one product: its entitlements are looked up once a run.
+        var product: (id: String, entitlements: [String])?
         for piece in pieces {
-            for entitlement in catalog.product(id: piece.productID)?.entitlements ?? [] {
+            if product?.id != piece.productID {
+                product = (piece.productID, catalog.product(id: piece.productID)?.entitlements ?? [])
+            }
+            for entitlement in product!.entitlements {
                 byEntitlement[entitlement, default: []].append(piece)
             }
         }

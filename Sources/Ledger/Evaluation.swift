@@ -73,7 +73,10 @@ struct Evaluation {
     /// - Parameter environment: only that environment's transactions (and
     ///   what follows from them); nil: every environment (the read models'
     ///   checks over a whole ledger).
-    init(ledger: SubscriberLedger, catalog: Catalog, at: Date, environment: Environment? = .production) {
+    /// - Parameter includingGrants: whether to work out `grants`, whose
+    ///   reasons are long formatted strings; the read models do not read them.
+    init(ledger: SubscriberLedger, catalog: Catalog, at: Date, environment: Environment? = .production,
+         includingGrants: Bool = true) {
         self.at = at
         self.environment = environment ?? .production
         // An auto-renewable chain is judged by its latest transaction: the
@@ -122,7 +125,7 @@ struct Evaluation {
         transactions = Self.sortedInPurchaseOrder(transactions + latestOfChains)
         evaluateAutoRenewables(ledger: ledger, chains: chains)
         evaluateNonRenewing()
-        evaluateGrants(catalog: catalog)
+        if includingGrants { evaluateGrants(catalog: catalog) }
     }
 
     /// Purchase date, then position, then id: the order periods stack in and

@@ -12,7 +12,12 @@ import Foundation
 public enum RFC3339 {
     /// Parses `2024-01-31T12:00:00Z`, `2024-01-31T12:00:00.250+02:00`, ...
     public static func parse(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    /// `parse` of UTF-8 bytes, for decoders that read dates in place.
+    static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         var index = 0
 
         func digits(_ count: Int) -> Int? {
@@ -25,8 +30,11 @@ public enum RFC3339 {
             index += count
             return value
         }
-        func expect(_ characters: String) -> Bool {
-            guard index < bytes.count, characters.utf8.contains(bytes[index]) else { return false }
+        // A static string's bytes, not a String's UTF-8 view: this runs for every date of a rebuild.
+        func expect(_ characters: StaticString) -> Bool {
+            guard index < bytes.count,
+                  UnsafeBufferPointer(start: characters.utf8Start, count: characters.utf8CodeUnitCount).contains(bytes[index])
+            else { return false }
             index += 1
             return true
         }
@@ -101,6 +109,41 @@ public enum RFC3339 {
         text += "T" + pad(hour, 2) + ":" + pad(minute, 2) + ":" + pad(second, 2)
         if millisecond != 0 { text += "." + pad(Int(millisecond), 3) }
         return text + "Z"
+    }
+
+    /// Appends `format(date)` as UTF-8 without building strings, for bulk
+    /// writers (the rebuild's COPY rows).
+    package static func append(_ date: Date, to bytes: inout [UInt8]) {
+        let totalMilliseconds = milliseconds(of: date)
+        let (seconds, millisecond) = floorDivision(totalMilliseconds, 1000)
+        let (days, secondOfDay) = floorDivision(seconds, 86_400)
+        let civil = CivilDate.civilFromDays(Int(days))
+        // `format` pads years outside four digits its own way.
+        guard (1...9999).contains(civil.year) else { return bytes.append(contentsOf: format(date).utf8) }
+        func digits(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
+        }
+        digits(civil.year, 4)
+        bytes.append(UInt8(ascii: "-"))
+        digits(civil.month, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(civil.day, 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(Int(secondOfDay / 3600), 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(Int(secondOfDay % 3600 / 60), 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(Int(secondOfDay % 60), 2)
+        if millisecond != 0 {
+            bytes.append(UInt8(ascii: "."))
+            digits(Int(millisecond), 3)
+        }
+        bytes.append(UInt8(ascii: "Z"))
     }
 
     static func milliseconds(of date: Date) -> Int64 {

@@ -100,7 +100,7 @@ extension SubscriberLedger {
             model.products += timeline.productIntervals()
             // Everything known, whatever its date: the status at any instant
             // follows from these rows (see `SubscriberReadModel.Subscription`).
-            let known = Evaluation(ledger: self, catalog: catalog, at: .distantFuture, environment: environment)
+            let known = Evaluation(ledger: self, catalog: catalog, at: .distantFuture, environment: environment, includingGrants: false)
             for subscription in known.autoRenewables {
                 let latest = subscription.latest
                 model.subscriptions.append(SubscriberReadModel.Subscription(

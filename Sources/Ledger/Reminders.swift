@@ -1,7 +1,7 @@
 import Foundation
 
 /// The two kinds of reminder webhook.
-public enum ReminderType: String, Sendable, Hashable, Codable {
+public enum ReminderType: String, Sendable, Hashable, Codable, CaseIterable {
     /// Sent a lead before coverage ends.
     case renewalReminder = "renewal_reminder"
     /// Sent when coverage ends (lead `P0D`).

@@ -162,7 +162,12 @@ extension Date: PostgresEncodable, PostgresDecodable {
 enum TimestampParser {
     /// Parses `YYYY-MM-DD HH:MM:SS[.ffffff][+HH[:MM]]` (also with `T`).
     static func parse(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    /// `parse` of UTF-8 bytes, for readers of values in place.
+    static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         var index = 0
         func number(_ width: Int) -> Int? {
             guard index + width <= bytes.count else { return nil }
@@ -174,8 +179,10 @@ enum TimestampParser {
             index += width
             return value
         }
-        func expect(_ chars: String) -> Bool {
-            guard index < bytes.count, chars.utf8.contains(bytes[index]) else { return false }
+        // A static string's bytes, not a String's UTF-8 view: this runs for every event a rebuild reads.
+        func expect(_ chars: StaticString) -> Bool {
+            guard index < bytes.count, UnsafeBufferPointer(start: chars.utf8Start, count: chars.utf8CodeUnitCount).contains(bytes[index])
+            else { return false }
             index += 1
             return true
         }

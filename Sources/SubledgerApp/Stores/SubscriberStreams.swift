@@ -30,6 +30,15 @@ public enum SubscriberStreams {
             position: recorded.position, recordedAt: recorded.recordedAt,
             event: try LedgerEvent.decode(type: recorded.type, schemaVersion: recorded.schemaVersion, data: recorded.data))
     }
+
+    /// `ledgerEvent` with the payload read by hand (`LedgerEvent.decodeFast`:
+    /// the same event, or the same error), for the rebuilds, which decode
+    /// every event of the log.
+    package static func ledgerEventDecodedFast(_ recorded: RecordedEvent) throws -> RecordedLedgerEvent {
+        RecordedLedgerEvent(
+            position: recorded.position, recordedAt: recorded.recordedAt,
+            event: try LedgerEvent.decodeFast(type: recorded.type, schemaVersion: recorded.schemaVersion, data: recorded.data))
+    }
 }
 
 /// A subscriber's stream as read: the ledger events and the version to

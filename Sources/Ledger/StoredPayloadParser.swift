@@ -1,0 +1,555 @@
+import Foundation
+
+extension LedgerEvent {
+    /// Decodes a stored event exactly as `decode(type:schemaVersion:data:)`
+    /// does — the same event, or the same error — in a fraction of the time,
+    /// for the rebuild, which decodes every event of the log.
+    ///
+    /// A payload in the shape this build writes (every key one of its type's,
+    /// unescaped and once; integers without fraction or exponent) is read
+    /// from its bytes by `StoredPayloadParser`; anything else (unknown or
+    /// repeated keys, escaped keys, invalid JSON, wrong types...) goes to
+    /// `decode(type:schemaVersion:data:)`, which gives its value or its error.
+    public static func decodeFast(type: String, schemaVersion: Int, data: Data) throws -> LedgerEvent {
+        guard schemaVersion <= currentSchemaVersion, let known = LedgerEventType(rawValue: type) else {
+            return .unknown(type: type, schemaVersion: schemaVersion, data: data)
+        }
+        if let event = data.withUnsafeBytes({ StoredPayloadParser.event(known, payload: $0) }) { return event }
+        return try decode(type: type, schemaVersion: schemaVersion, data: data)
+    }
+}
+
+/// A hand-written reader of the JSON payloads of known event types, from
+/// their UTF-8 bytes to the values `JSONDecoder` (with `LedgerJSON`'s date
+/// strategy) gives.
+///
+/// It is never more lenient than `JSONDecoder`: whatever it does not read
+/// exactly as that would — anything but the plain shape this build writes —
+/// makes it return nil, and the caller decodes with `JSONDecoder` instead.
+/// So it needs to be right only about what it accepts, and hostile input
+/// costs at worst a fallback. Nothing recurses beyond the one nested
+/// transaction of a transfer.
+struct StoredPayloadParser {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
+
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    /// The event of type `type` with this payload; nil when it must be left to `JSONDecoder`.
+    static func event(_ type: LedgerEventType, payload: UnsafeRawBufferPointer) -> LedgerEvent? {
+        var parser = StoredPayloadParser(payload.bindMemory(to: UInt8.self))
+        guard let event = parser.event(type) else { return nil }
+        // Only whitespace may follow the object.
+        parser.skipWhitespace()
+        return parser.index == parser.bytes.count ? event : nil
+    }
+
+    private mutating func event(_ type: LedgerEventType) -> LedgerEvent? {
+        switch type {
+        case .purchased: transactionFact().map(LedgerEvent.purchased)
+        case .renewed: transactionFact().map(LedgerEvent.renewed)
+        case .restored: transactionFact().map(LedgerEvent.restored)
+        case .refunded: refundFact().map(LedgerEvent.refunded)
+        case .refundReversed: refundReversal().map(LedgerEvent.refundReversed)
+        case .renewalExtended: renewalExtension().map(LedgerEvent.renewalExtended)
+        case .expired: expiryFact().map(LedgerEvent.expired)
+        case .autoRenewChanged: autoRenewChange().map(LedgerEvent.autoRenewChanged)
+        case .billingIssue: billingIssue().map(LedgerEvent.billingIssue)
+        case .transferredOut: transferFact().map(LedgerEvent.transferredOut)
+        case .transferredIn: transferFact().map(LedgerEvent.transferredIn)
+        case .deviceSeen: deviceSeen().map(LedgerEvent.deviceSeen)
+        case .reminderSent: reminderDelivery().map(LedgerEvent.reminderSent)
+        case .reminderFailed: reminderDelivery().map(LedgerEvent.reminderFailed)
+        }
+    }
+
+    // MARK: Payloads (keys as in each type's `CodingKeys`)
+
+    private mutating func transactionFact() -> TransactionFact? {
+        var transactionID = Field<String>(), originalTransactionID = Field<String>(), productID = Field<String>()
+        var productType = Field<ProductType>(), group = Field<String>(), duration = Field<ISODuration>()
+        var purchaseDate = Field<Date>(), expiresDate = Field<Date>(), quantity = Field<Int>(), autoRenew = Field<Bool>()
+        var deviceID = Field<String>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "transactionId": parser.read(&transactionID) { $0.string() }
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID) { $0.string() }
+            case key == "productType": parser.read(&productType, nullable: true) { $0.rawValue() }
+            case key == "group": parser.read(&group, nullable: true) { $0.string() }
+            case key == "duration": parser.read(&duration, nullable: true) { $0.duration() }
+            case key == "purchaseDate": parser.read(&purchaseDate) { $0.date() }
+            case key == "expiresDate": parser.read(&expiresDate, nullable: true) { $0.date() }
+            case key == "quantity": parser.read(&quantity) { $0.integer() }
+            case key == "autoRenew": parser.read(&autoRenew, nullable: true) { $0.boolean() }
+            case key == "deviceId": parser.read(&deviceID, nullable: true) { $0.string() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let transactionID = transactionID.value, let originalTransactionID = originalTransactionID.value,
+              let productID = productID.value, let purchaseDate = purchaseDate.value, let quantity = quantity.value,
+              let environment = environment.value, let source = source.value
+        else { return nil }
+        return TransactionFact(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
+                               productType: productType.value, group: group.value, duration: duration.value,
+                               purchaseDate: purchaseDate, expiresDate: expiresDate.value, quantity: quantity,
+                               autoRenew: autoRenew.value, deviceID: deviceID.value, environment: environment, source: source)
+    }
+
+    private mutating func refundFact() -> RefundFact? {
+        var transactionID = Field<String>(), originalTransactionID = Field<String>(), productID = Field<String>()
+        var revocationDate = Field<Date>(), reason = Field<String>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "transactionId": parser.read(&transactionID) { $0.string() }
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID) { $0.string() }
+            case key == "revocationDate": parser.read(&revocationDate) { $0.date() }
+            case key == "reason": parser.read(&reason, nullable: true) { $0.string() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let transactionID = transactionID.value, let originalTransactionID = originalTransactionID.value,
+              let productID = productID.value, let revocationDate = revocationDate.value, let environment = environment.value,
+              let source = source.value
+        else { return nil }
+        return RefundFact(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
+                          revocationDate: revocationDate, reason: reason.value, environment: environment, source: source)
+    }
+
+    private mutating func refundReversal() -> RefundReversal? {
+        var transactionID = Field<String>(), originalTransactionID = Field<String>(), productID = Field<String>()
+        var date = Field<Date>(), reason = Field<String>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "transactionId": parser.read(&transactionID) { $0.string() }
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID) { $0.string() }
+            case key == "date": parser.read(&date) { $0.date() }
+            case key == "reason": parser.read(&reason, nullable: true) { $0.string() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let transactionID = transactionID.value, let originalTransactionID = originalTransactionID.value,
+              let productID = productID.value, let date = date.value, let environment = environment.value, let source = source.value
+        else { return nil }
+        return RefundReversal(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
+                              date: date, reason: reason.value, environment: environment, source: source)
+    }
+
+    private mutating func renewalExtension() -> RenewalExtension? {
+        var transactionID = Field<String>(), originalTransactionID = Field<String>(), productID = Field<String>()
+        var expiresDate = Field<Date>(), effectiveDate = Field<Date>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "transactionId": parser.read(&transactionID) { $0.string() }
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID) { $0.string() }
+            case key == "expiresDate": parser.read(&expiresDate) { $0.date() }
+            case key == "effectiveDate": parser.read(&effectiveDate) { $0.date() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let transactionID = transactionID.value, let originalTransactionID = originalTransactionID.value,
+              let productID = productID.value, let expiresDate = expiresDate.value, let effectiveDate = effectiveDate.value,
+              let environment = environment.value, let source = source.value
+        else { return nil }
+        return RenewalExtension(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
+                                expiresDate: expiresDate, effectiveDate: effectiveDate, environment: environment, source: source)
+    }
+
+    private mutating func expiryFact() -> ExpiryFact? {
+        var originalTransactionID = Field<String>(), group = Field<String>(), productID = Field<String>()
+        var expiresDate = Field<Date>(), reason = Field<String>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "originalTransactionId": parser.read(&originalTransactionID, nullable: true) { $0.string() }
+            case key == "group": parser.read(&group) { $0.string() }
+            case key == "productId": parser.read(&productID, nullable: true) { $0.string() }
+            case key == "expiresDate": parser.read(&expiresDate) { $0.date() }
+            case key == "reason": parser.read(&reason, nullable: true) { $0.string() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let group = group.value, let expiresDate = expiresDate.value, let environment = environment.value,
+              let source = source.value
+        else { return nil }
+        return ExpiryFact(originalTransactionID: originalTransactionID.value, group: group, productID: productID.value,
+                          expiresDate: expiresDate, reason: reason.value, environment: environment, source: source)
+    }
+
+    private mutating func autoRenewChange() -> AutoRenewChange? {
+        var originalTransactionID = Field<String>(), productID = Field<String>(), autoRenew = Field<Bool>()
+        var effectiveDate = Field<Date>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID, nullable: true) { $0.string() }
+            case key == "autoRenew": parser.read(&autoRenew) { $0.boolean() }
+            case key == "effectiveDate": parser.read(&effectiveDate) { $0.date() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let originalTransactionID = originalTransactionID.value, let autoRenew = autoRenew.value,
+              let effectiveDate = effectiveDate.value, let environment = environment.value, let source = source.value
+        else { return nil }
+        return AutoRenewChange(originalTransactionID: originalTransactionID, productID: productID.value, autoRenew: autoRenew,
+                               effectiveDate: effectiveDate, environment: environment, source: source)
+    }
+
+    private mutating func billingIssue() -> BillingIssue? {
+        var originalTransactionID = Field<String>(), productID = Field<String>(), effectiveDate = Field<Date>()
+        var gracePeriodExpiresDate = Field<Date>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID, nullable: true) { $0.string() }
+            case key == "effectiveDate": parser.read(&effectiveDate) { $0.date() }
+            case key == "gracePeriodExpiresDate": parser.read(&gracePeriodExpiresDate, nullable: true) { $0.date() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let originalTransactionID = originalTransactionID.value, let effectiveDate = effectiveDate.value,
+              let environment = environment.value, let source = source.value
+        else { return nil }
+        return BillingIssue(originalTransactionID: originalTransactionID, productID: productID.value, effectiveDate: effectiveDate,
+                            gracePeriodExpiresDate: gracePeriodExpiresDate.value, environment: environment, source: source)
+    }
+
+    private mutating func transferFact() -> TransferFact? {
+        var originalTransactionID = Field<String>(), fromSubscriberID = Field<String>(), toSubscriberID = Field<String>()
+        var afterPosition = Field<Int>(), date = Field<Date>(), transaction = Field<TransactionFact>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "fromSubscriberId": parser.read(&fromSubscriberID) { $0.string() }
+            case key == "toSubscriberId": parser.read(&toSubscriberID) { $0.string() }
+            case key == "afterPosition": parser.read(&afterPosition) { $0.integer() }
+            case key == "date": parser.read(&date) { $0.date() }
+            case key == "transaction": parser.read(&transaction, nullable: true) { $0.transactionFact() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let originalTransactionID = originalTransactionID.value, let fromSubscriberID = fromSubscriberID.value,
+              let toSubscriberID = toSubscriberID.value, let afterPosition = afterPosition.value, let date = date.value,
+              let source = source.value
+        else { return nil }
+        return TransferFact(originalTransactionID: originalTransactionID, fromSubscriberID: fromSubscriberID,
+                            toSubscriberID: toSubscriberID, afterPosition: Int64(afterPosition), date: date,
+                            transaction: transaction.value, source: source)
+    }
+
+    private mutating func deviceSeen() -> DeviceSeen? {
+        var deviceID = Field<String>(), date = Field<Date>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "deviceId": parser.read(&deviceID) { $0.string() }
+            case key == "date": parser.read(&date) { $0.date() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let deviceID = deviceID.value, let date = date.value, let source = source.value else { return nil }
+        return DeviceSeen(deviceID: deviceID, date: date, source: source)
+    }
+
+    private mutating func reminderDelivery() -> ReminderDelivery? {
+        var reminderID = Field<String>(), type = Field<ReminderType>(), group = Field<String>(), productID = Field<String>()
+        var expiresAt = Field<Date>(), lead = Field<ISODuration>(), dueAt = Field<Date>(), date = Field<Date>()
+        var attempt = Field<Int>(), error = Field<String>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "reminderId": parser.read(&reminderID) { $0.string() }
+            case key == "type": parser.read(&type) { $0.rawValue() }
+            case key == "group": parser.read(&group) { $0.string() }
+            case key == "productId": parser.read(&productID) { $0.string() }
+            case key == "expiresAt": parser.read(&expiresAt) { $0.date() }
+            case key == "lead": parser.read(&lead) { $0.duration() }
+            case key == "dueAt": parser.read(&dueAt) { $0.date() }
+            case key == "date": parser.read(&date) { $0.date() }
+            case key == "attempt": parser.read(&attempt) { $0.integer() }
+            case key == "error": parser.read(&error, nullable: true) { $0.string() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let reminderID = reminderID.value, let type = type.value, let group = group.value,
+              let productID = productID.value, let expiresAt = expiresAt.value, let lead = lead.value, let dueAt = dueAt.value,
+              let date = date.value, let attempt = attempt.value, let source = source.value
+        else { return nil }
+        return ReminderDelivery(reminderID: reminderID, type: type, group: group, productID: productID, expiresAt: expiresAt,
+                                lead: lead, dueAt: dueAt, date: date, attempt: attempt, error: error.value, source: source)
+    }
+
+    // MARK: Objects
+
+    /// One member's value: read at most once; nil when absent or `null`.
+    private struct Field<Value> {
+        var isRead = false
+        var value: Value?
+    }
+
+    /// Reads a member's value into `field`. False (give up) for a key seen
+    /// before or a value `reader` cannot read; `null` is read as absent
+    /// where the property is optional, as `decodeIfPresent` does.
+    private mutating func read<Value>(_ field: inout Field<Value>, nullable: Bool = false,
+                                      _ reader: (inout StoredPayloadParser) -> Value?) -> Bool {
+        guard !field.isRead else { return false }
+        field.isRead = true
+        if nullable, literal("null") { return true }
+        guard let value = reader(&self) else { return false }
+        field.value = value
+        return true
+    }
+
+    /// The bytes of a key, which has no escapes (one that has is not read).
+    private struct Key {
+        let bytes: UnsafeBufferPointer<UInt8>
+
+        static func == (key: Key, name: StaticString) -> Bool {
+            key.bytes.count == name.utf8CodeUnitCount
+                && memcmp(key.bytes.baseAddress!, name.utf8Start, key.bytes.count) == 0
+        }
+    }
+
+    /// Reads an object, giving `member` each key with the parser at its
+    /// value, which `member` reads; false when anything does not read.
+    private mutating func members(_ member: (inout StoredPayloadParser, Key) -> Bool) -> Bool {
+        skipWhitespace()
+        guard next(UInt8(ascii: "{")) else { return false }
+        skipWhitespace()
+        if next(UInt8(ascii: "}")) { return true }
+        while true {
+            guard let key = key() else { return false }
+            skipWhitespace()
+            guard next(UInt8(ascii: ":")) else { return false }
+            skipWhitespace()
+            guard member(&self, key) else { return false }
+            skipWhitespace()
+            if next(UInt8(ascii: "}")) { return true }
+            guard next(UInt8(ascii: ",")) else { return false }
+            skipWhitespace()
+        }
+    }
+
+    private mutating func key() -> Key? {
+        guard next(UInt8(ascii: "\"")) else { return nil }
+        let start = index
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                defer { index += 1 }
+                // A key is never empty here: `bytes` has a base address.
+                return Key(bytes: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+            case UInt8(ascii: "\\"), 0..<0x20: return nil
+            default: index += 1
+            }
+        }
+        return nil
+    }
+
+    // MARK: Values
+
+    /// A string; nil for anything else, an invalid escape or invalid UTF-8.
+    private mutating func string() -> String? {
+        guard let plain = plainString() else { return escapedString() }
+        return plain.isASCII ? String(decoding: plain.bytes, as: UTF8.self) : String(validating: plain.bytes, as: UTF8.self)
+    }
+
+    /// The bytes of a string without escapes, moving past it, and whether
+    /// they are all ASCII; nil (not moving) for anything else.
+    private mutating func plainString() -> (bytes: UnsafeBufferPointer<UInt8>, isASCII: Bool)? {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        var end = index + 1
+        var high: UInt8 = 0
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") {
+                let raw = UnsafeBufferPointer(rebasing: bytes[index + 1..<end])
+                index = end + 1
+                return (raw, high < 0x80)
+            }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
+            high |= byte
+            end += 1
+        }
+        return nil
+    }
+
+    /// A string with escapes (`\n`, `\u00e9`, surrogate pairs...). A lone
+    /// surrogate, a control character or invalid UTF-8 gives nil.
+    private mutating func escapedString() -> String? {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        var position = index + 1
+        var text: [UInt8] = []
+        while position < bytes.count {
+            let byte = bytes[position]
+            position += 1
+            switch byte {
+            case UInt8(ascii: "\""):
+                index = position
+                return String(validating: text, as: UTF8.self)
+            case 0..<0x20:
+                return nil
+            case UInt8(ascii: "\\"):
+                guard position < bytes.count else { return nil }
+                let escape = bytes[position]
+                position += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): text.append(escape)
+                case UInt8(ascii: "b"): text.append(0x08)
+                case UInt8(ascii: "f"): text.append(0x0C)
+                case UInt8(ascii: "n"): text.append(0x0A)
+                case UInt8(ascii: "r"): text.append(0x0D)
+                case UInt8(ascii: "t"): text.append(0x09)
+                case UInt8(ascii: "u"):
+                    guard var scalar = hexQuad(at: position) else { return nil }
+                    position += 4
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        guard position + 6 <= bytes.count, bytes[position] == UInt8(ascii: "\\"),
+                              bytes[position + 1] == UInt8(ascii: "u"), let low = hexQuad(at: position + 2),
+                              (0xDC00..<0xE000).contains(low)
+                        else { return nil }
+                        position += 6
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let unicode = Unicode.Scalar(scalar) else { return nil }
+                    text.append(contentsOf: unicode.utf8)
+                default:
+                    return nil
+                }
+            default:
+                text.append(byte)
+            }
+        }
+        return nil
+    }
+
+    private func hexQuad(at start: Int) -> UInt32? {
+        guard start + 4 <= bytes.count else { return nil }
+        var value: UInt32 = 0
+        for byte in bytes[start..<start + 4] {
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        return value
+    }
+
+    /// An RFC 3339 date-time string (`LedgerJSON`'s strategy), read in place.
+    private mutating func date() -> Date? {
+        if let plain = plainString() { return RFC3339.parse(utf8: plain.bytes) }
+        return escapedString().flatMap { RFC3339.parse($0) }
+    }
+
+    private mutating func duration() -> ISODuration? {
+        string().flatMap { try? ISODuration(parsing: $0) }
+    }
+
+    /// A case of `Value` by its raw value. Plain ASCII is compared byte for
+    /// byte with each case's raw value, without making a String: for ASCII
+    /// text that is what `init(rawValue:)`'s String comparison decides.
+    /// Anything else goes through `init(rawValue:)`.
+    private mutating func rawValue<Value: RawRepresentable & CaseIterable>() -> Value? where Value.RawValue == String {
+        let start = index
+        if let plain = plainString(), plain.isASCII {
+            return Value.allCases.first { value in
+                var raw = value.rawValue
+                return raw.withUTF8 { raw in
+                    raw.count == plain.bytes.count && (raw.isEmpty || memcmp(raw.baseAddress!, plain.bytes.baseAddress!, raw.count) == 0)
+                }
+            }
+        }
+        index = start
+        return string().flatMap(Value.init(rawValue:))
+    }
+
+    /// An integer written plainly (`-12`, `0`): no fraction, exponent, leading
+    /// zero or `-0`, and within `Int`.
+    private mutating func integer() -> Int? {
+        var position = index
+        let isNegative = position < bytes.count && bytes[position] == UInt8(ascii: "-")
+        if isNegative { position += 1 }
+        let digitsStart = position
+        var value = 0
+        while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+            let (times10, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflowAgain) = times10.addingReportingOverflow(Int(bytes[position] - UInt8(ascii: "0")))
+            guard !overflow, !overflowAgain else { return nil }
+            value = sum
+            position += 1
+        }
+        let digits = position - digitsStart
+        guard digits > 0, bytes[digitsStart] != UInt8(ascii: "0") || (digits == 1 && !isNegative) else { return nil }
+        if position < bytes.count {
+            switch bytes[position] {
+            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return nil
+            default: break
+            }
+        }
+        index = position
+        return isNegative ? -value : value
+    }
+
+    private mutating func boolean() -> Bool? {
+        if literal("true") { return true }
+        if literal("false") { return false }
+        return nil
+    }
+
+    /// Moves past `word` (`null`, `true`, `false`) if it is next and ends there.
+    private mutating func literal(_ word: StaticString) -> Bool {
+        let count = word.utf8CodeUnitCount
+        guard index + count <= bytes.count, memcmp(bytes.baseAddress! + index, word.utf8Start, count) == 0 else { return false }
+        let end = index + count
+        if end < bytes.count {
+            switch bytes[end] {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                return false
+            default: break
+            }
+        }
+        index = end
+        return true
+    }
+
+    // MARK: Bytes
+
+    private mutating func next(_ byte: UInt8) -> Bool {
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    /// JSON's whitespace: space, tab, line feed, carriage return.
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+}
