@@ -2,8 +2,9 @@ import Foundation
 
 extension LedgerEvent {
     /// Decodes a stored event exactly as `decode(type:schemaVersion:data:)`
-    /// does — the same event, or the same error — in a fraction of the time,
-    /// for the rebuild, which decodes every event of the log.
+    /// does — the same event, or the same error — in a fraction of the time:
+    /// what every reader of stored events uses (the rebuild decodes every
+    /// event of the log; a write or a read, the tail of a stream).
     ///
     /// A payload in the shape this build writes (every key one of its type's,
     /// unescaped and once; integers without fraction or exponent) is read

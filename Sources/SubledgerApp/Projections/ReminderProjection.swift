@@ -155,7 +155,7 @@ extension ReminderProjection: StreamwiseConsumer {
             guard let subscriberID = Self.subscriberID(ofStream: stream.streamID) else { continue }
             var fold = ReminderFold(subscriberID: subscriberID)
             for event in stream.events {
-                fold.apply(try SubscriberStreams.ledgerEventDecodedFast(event), version: event.streamVersion, catalog: catalog)
+                fold.apply(try SubscriberStreams.ledgerEvent(event), version: event.streamVersion, catalog: catalog)
             }
             rows.progress.append(fold.progress(catalog: catalog))
             rows.reminders += fold.schedule.changedReminders

@@ -59,7 +59,7 @@ extension SubscriptionProjection: StreamwiseConsumer {
         try streams.compactMap { stream in
             guard let subscriberID = ReminderProjection.subscriberID(ofStream: stream.streamID) else { return nil }
             var ledger = SubscriberLedger(subscriberID: subscriberID)
-            for event in stream.events { ledger.apply(try SubscriberStreams.ledgerEventDecodedFast(event)) }
+            for event in stream.events { ledger.apply(try SubscriberStreams.ledgerEvent(event)) }
             return ledger.readModel(catalog: catalog)
         }
     }

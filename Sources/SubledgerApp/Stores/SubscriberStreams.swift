@@ -24,17 +24,9 @@ public enum SubscriberStreams {
         }
     }
 
-    /// A stored event as the ledger sees it.
+    /// A stored event as the ledger sees it, its payload read by hand
+    /// (`LedgerEvent.decodeFast`: the same event, or the same error).
     package static func ledgerEvent(_ recorded: RecordedEvent) throws -> RecordedLedgerEvent {
-        RecordedLedgerEvent(
-            position: recorded.position, recordedAt: recorded.recordedAt,
-            event: try LedgerEvent.decode(type: recorded.type, schemaVersion: recorded.schemaVersion, data: recorded.data))
-    }
-
-    /// `ledgerEvent` with the payload read by hand (`LedgerEvent.decodeFast`:
-    /// the same event, or the same error), for the rebuilds, which decode
-    /// every event of the log.
-    package static func ledgerEventDecodedFast(_ recorded: RecordedEvent) throws -> RecordedLedgerEvent {
         RecordedLedgerEvent(
             position: recorded.position, recordedAt: recorded.recordedAt,
             event: try LedgerEvent.decodeFast(type: recorded.type, schemaVersion: recorded.schemaVersion, data: recorded.data))

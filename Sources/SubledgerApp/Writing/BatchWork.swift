@@ -186,7 +186,7 @@ struct BatchWork {
                 if stored {
                     // What this build just encoded decodes; if it ever did not, the
                     // ledger is only good for this answer, not to keep.
-                    if let decoded = try? LedgerEvent.decode(type: event.type, schemaVersion: event.schemaVersion, data: event.data) {
+                    if let decoded = try? LedgerEvent.decodeFast(type: event.type, schemaVersion: event.schemaVersion, data: event.data) {
                         applied = decoded
                     } else {
                         stored = false
