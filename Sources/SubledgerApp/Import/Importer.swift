@@ -68,17 +68,11 @@ public struct Importer: Sendable {
         self.writer = writer
     }
 
-    /// An importer whose appends are set-based (`BatchAppend.setBased`), and
-    /// whose writers keep the ledgers they write in memory: a subscriber's
-    /// facts are spread over the file, and each later chunk would otherwise
-    /// read and decode again every event the earlier ones wrote for them.
-    /// Bounded like the service's cache, so memory stays flat in the file size.
+    /// An importer whose appends are set-based (`BatchAppend.setBased`).
     public init(pool: ConnectionPool, store: EventStore, catalog: Catalog, restorePolicy: RestorePolicy, logger: Logger) {
         var store = store
         store.batchAppend = .setBased
-        var writer = LedgerWriter(pool: pool, store: store, catalog: catalog, restorePolicy: restorePolicy, logger: logger)
-        writer.ledgerCache = LedgerCache(minimumVersion: 1)
-        self.init(writer: writer)
+        self.init(writer: LedgerWriter(pool: pool, store: store, catalog: catalog, restorePolicy: restorePolicy, logger: logger))
     }
 
     /// Told of the original transactions a batch claimed, after it commits.
