@@ -22,7 +22,7 @@ extension Connection {
                             prepared: PreparedStatements? = nil) throws(PostgresError) -> [PostgresRows] {
         try withParameters(queries.map(\.binds)) { parameters throws(PostgresError) in
             let plans = zip(queries, parameters).map { query, bound in
-                prepared?.plan(query.sql, parameters: bound) ?? .unnamed
+                prepared?.plan(query, parameters: bound) ?? .unnamed
             }
             do throws(PostgresError) {
                 return try runPipeline(queries, parameters: parameters, plans: plans, on: handle)

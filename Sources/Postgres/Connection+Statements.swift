@@ -24,7 +24,7 @@ extension Connection {
                         prepared: PreparedStatements? = nil) throws(PostgresError) -> PostgresRows {
         let result = try withParameters([query.binds]) { parameters throws(PostgresError) in
             let bound = parameters[0]
-            switch prepared?.plan(query.sql, parameters: bound) ?? .unnamed {
+            switch prepared?.plan(query, parameters: bound) ?? .unnamed {
             case .unnamed:
                 return PQexecParams(
                     handle, query.sql, bound.count, bound.types, bound.values, bound.lengths, bound.formats, 0)

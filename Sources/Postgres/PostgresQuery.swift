@@ -9,6 +9,12 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation {
     /// Parameters in text format; `nil` is SQL NULL. A value is sent whole,
     /// so one holding a NUL is refused by the server rather than cut short.
     public var binds: [String?]
+    /// Whether a connection may prepare the statement once it has run it
+    /// before (`PreparedStatements`). Off for a statement over tables that
+    /// start empty and grow under it: a plan made while they were empty
+    /// (a sequential scan) would be kept, where planning each run follows
+    /// their growth.
+    public var mayPrepare = true
 
     public init(unsafeSQL sql: String, binds: [String?] = []) {
         self.sql = sql

@@ -33,7 +33,9 @@ final class PreparedStatements: @unchecked Sendable {
     /// How `sql` runs; `parameters` with a value sent in binary (a text
     /// holding a NUL) always run unnamed, as such a value's type is declared
     /// for that run only.
-    func plan(_ sql: String, parameters: Parameters) -> Plan {
+    func plan(_ query: PostgresQuery, parameters: Parameters) -> Plan {
+        guard query.mayPrepare else { return .unnamed }
+        let sql = query.sql
         if let name = names[sql] {
             return parameters.types.allSatisfy({ $0 == 0 }) ? .prepared(name: name) : .unnamed
         }

@@ -33,6 +33,20 @@ struct PreparedStatementTests {
         #expect(!texts.contains { $0.contains("pg_prepared_statements") }, "seen once: not prepared")
     }
 
+    /// A statement that may not be prepared is planned on every run.
+    @Test func aStatementThatMayNotBePreparedNeverIs() async throws {
+        let connection = try await Connection.connect(to: try await TestDatabase.make())
+        defer { connection.close() }
+        try await connection.query("CREATE TABLE t (id integer PRIMARY KEY)")
+        for id in 0..<3 {
+            var lookup: PostgresQuery = "SELECT id FROM t WHERE id = \(id)"
+            lookup.mayPrepare = false
+            _ = try await connection.pipeline([lookup])
+            _ = try await connection.query(lookup)
+        }
+        #expect(try await preparedTexts(connection).isEmpty)
+    }
+
     /// A statement prepared inside a pipeline that fails is forgotten: the
     /// next run prepares it again rather than naming one that does not exist.
     @Test func aFailedPipelineForgetsWhatItPrepared() async throws {
