@@ -7,6 +7,18 @@ import Testing
 
 @Suite("Ledger cache")
 struct LedgerCacheTests {
+    /// A fresh database, and a writer and a reader sharing a cache of their own.
+    static func cached(minimumVersion: Int64) async throws
+        -> (AppDependencies, LedgerCache, LedgerWriter, SubscriberReader) {
+        let dependencies = try await makeDependencies()
+        let cache = LedgerCache(budget: 60_000, minimumVersion: minimumVersion)
+        var writer = LedgerWriter(dependencies)
+        writer.ledgerCache = cache
+        var reader = SubscriberReader(dependencies)
+        reader.ledgerCache = cache
+        return (dependencies, cache, writer, reader)
+    }
+
     /// Random histories written through a writer that keeps ledgers in
     /// memory, with a second writer (another process: no cache) appending to
     /// the same streams: after every step the ledger held equals a fold of
@@ -18,15 +30,11 @@ struct LedgerCacheTests {
     /// with the events as decided, not as stored, differs from the fold.
     @Test(arguments: [UInt64(1), 2, 3])
     func aKeptLedgerEqualsAFoldOfTheStoredStream(seed: UInt64) async throws {
-        let dependencies = try await makeDependencies()
+        let (dependencies, cache, writer, cachedReader) = try await Self.cached(minimumVersion: 4)
         defer { Task { await dependencies.pool.close() } }
-        let cache = LedgerCache(budget: 60_000, minimumVersion: 4)
-        var writer = LedgerWriter(dependencies)
-        writer.ledgerCache = cache
+        var reader = cachedReader
         var other = LedgerWriter(dependencies)
         other.ledgerCache = nil
-        var reader = SubscriberReader(dependencies)
-        reader.ledgerCache = cache
         let now = date("2025-06-01T00:00:00Z")
         reader.now = { now }
         var random = SplitMix64(seed: seed)
@@ -97,13 +105,8 @@ struct LedgerCacheTests {
     /// A stream shorter than the ledger held (a database restored behind a
     /// running service) is read again from its events, not served from memory.
     @Test func aStreamShorterThanTheLedgerHeldIsReadAgain() async throws {
-        let dependencies = try await makeDependencies()
+        let (dependencies, cache, writer, reader) = try await Self.cached(minimumVersion: 2)
         defer { Task { await dependencies.pool.close() } }
-        let cache = LedgerCache(budget: 60_000, minimumVersion: 2)
-        var writer = LedgerWriter(dependencies)
-        writer.ledgerCache = cache
-        var reader = SubscriberReader(dependencies)
-        reader.ledgerCache = cache
         let start = date("2025-01-01T00:00:00Z")
         for index in 0..<6 {
             _ = try await writer.record(.purchase(.init(transactionID: "t\(index)", productID: "com.example.level2",
