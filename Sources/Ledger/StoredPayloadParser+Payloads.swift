@@ -1,0 +1,237 @@
+import Foundation
+
+// The payload of each event type, read member by member (keys as in each
+// type's `CodingKeys`); anything these do not accept goes to the reference
+// decoder (`LedgerEvent.decodeFast`).
+extension StoredPayloadParser {
+    mutating func transactionFact() -> TransactionFact? {
+        var transactionID = Field<String>(), originalTransactionID = Field<String>(), productID = Field<String>()
+        var productType = Field<ProductType>(), group = Field<String>(), duration = Field<ISODuration>()
+        var purchaseDate = Field<Date>(), expiresDate = Field<Date>(), quantity = Field<Int>(), autoRenew = Field<Bool>()
+        var deviceID = Field<String>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "transactionId": parser.read(&transactionID) { $0.string() }
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID) { $0.string() }
+            case key == "productType": parser.read(&productType, nullable: true) { $0.rawValue() }
+            case key == "group": parser.read(&group, nullable: true) { $0.string() }
+            case key == "duration": parser.read(&duration, nullable: true) { $0.duration() }
+            case key == "purchaseDate": parser.read(&purchaseDate) { $0.date() }
+            case key == "expiresDate": parser.read(&expiresDate, nullable: true) { $0.date() }
+            case key == "quantity": parser.read(&quantity) { $0.integer() }
+            case key == "autoRenew": parser.read(&autoRenew, nullable: true) { $0.boolean() }
+            case key == "deviceId": parser.read(&deviceID, nullable: true) { $0.string() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let transactionID = transactionID.value, let originalTransactionID = originalTransactionID.value,
+              let productID = productID.value, let purchaseDate = purchaseDate.value, let quantity = quantity.value,
+              let environment = environment.value, let source = source.value
+        else { return nil }
+        return TransactionFact(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
+                               productType: productType.value, group: group.value, duration: duration.value,
+                               purchaseDate: purchaseDate, expiresDate: expiresDate.value, quantity: quantity,
+                               autoRenew: autoRenew.value, deviceID: deviceID.value, environment: environment, source: source)
+    }
+
+    mutating func refundFact() -> RefundFact? {
+        var transactionID = Field<String>(), originalTransactionID = Field<String>(), productID = Field<String>()
+        var revocationDate = Field<Date>(), reason = Field<String>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "transactionId": parser.read(&transactionID) { $0.string() }
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID) { $0.string() }
+            case key == "revocationDate": parser.read(&revocationDate) { $0.date() }
+            case key == "reason": parser.read(&reason, nullable: true) { $0.string() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let transactionID = transactionID.value, let originalTransactionID = originalTransactionID.value,
+              let productID = productID.value, let revocationDate = revocationDate.value, let environment = environment.value,
+              let source = source.value
+        else { return nil }
+        return RefundFact(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
+                          revocationDate: revocationDate, reason: reason.value, environment: environment, source: source)
+    }
+
+    mutating func refundReversal() -> RefundReversal? {
+        var transactionID = Field<String>(), originalTransactionID = Field<String>(), productID = Field<String>()
+        var date = Field<Date>(), reason = Field<String>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "transactionId": parser.read(&transactionID) { $0.string() }
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID) { $0.string() }
+            case key == "date": parser.read(&date) { $0.date() }
+            case key == "reason": parser.read(&reason, nullable: true) { $0.string() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let transactionID = transactionID.value, let originalTransactionID = originalTransactionID.value,
+              let productID = productID.value, let date = date.value, let environment = environment.value, let source = source.value
+        else { return nil }
+        return RefundReversal(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
+                              date: date, reason: reason.value, environment: environment, source: source)
+    }
+
+    mutating func renewalExtension() -> RenewalExtension? {
+        var transactionID = Field<String>(), originalTransactionID = Field<String>(), productID = Field<String>()
+        var expiresDate = Field<Date>(), effectiveDate = Field<Date>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "transactionId": parser.read(&transactionID) { $0.string() }
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID) { $0.string() }
+            case key == "expiresDate": parser.read(&expiresDate) { $0.date() }
+            case key == "effectiveDate": parser.read(&effectiveDate) { $0.date() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let transactionID = transactionID.value, let originalTransactionID = originalTransactionID.value,
+              let productID = productID.value, let expiresDate = expiresDate.value, let effectiveDate = effectiveDate.value,
+              let environment = environment.value, let source = source.value
+        else { return nil }
+        return RenewalExtension(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
+                                expiresDate: expiresDate, effectiveDate: effectiveDate, environment: environment, source: source)
+    }
+
+    mutating func expiryFact() -> ExpiryFact? {
+        var originalTransactionID = Field<String>(), group = Field<String>(), productID = Field<String>()
+        var expiresDate = Field<Date>(), reason = Field<String>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "originalTransactionId": parser.read(&originalTransactionID, nullable: true) { $0.string() }
+            case key == "group": parser.read(&group) { $0.string() }
+            case key == "productId": parser.read(&productID, nullable: true) { $0.string() }
+            case key == "expiresDate": parser.read(&expiresDate) { $0.date() }
+            case key == "reason": parser.read(&reason, nullable: true) { $0.string() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let group = group.value, let expiresDate = expiresDate.value, let environment = environment.value,
+              let source = source.value
+        else { return nil }
+        return ExpiryFact(originalTransactionID: originalTransactionID.value, group: group, productID: productID.value,
+                          expiresDate: expiresDate, reason: reason.value, environment: environment, source: source)
+    }
+
+    mutating func autoRenewChange() -> AutoRenewChange? {
+        var originalTransactionID = Field<String>(), productID = Field<String>(), autoRenew = Field<Bool>()
+        var effectiveDate = Field<Date>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID, nullable: true) { $0.string() }
+            case key == "autoRenew": parser.read(&autoRenew) { $0.boolean() }
+            case key == "effectiveDate": parser.read(&effectiveDate) { $0.date() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let originalTransactionID = originalTransactionID.value, let autoRenew = autoRenew.value,
+              let effectiveDate = effectiveDate.value, let environment = environment.value, let source = source.value
+        else { return nil }
+        return AutoRenewChange(originalTransactionID: originalTransactionID, productID: productID.value, autoRenew: autoRenew,
+                               effectiveDate: effectiveDate, environment: environment, source: source)
+    }
+
+    mutating func billingIssue() -> BillingIssue? {
+        var originalTransactionID = Field<String>(), productID = Field<String>(), effectiveDate = Field<Date>()
+        var gracePeriodExpiresDate = Field<Date>(), environment = Field<Environment>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "productId": parser.read(&productID, nullable: true) { $0.string() }
+            case key == "effectiveDate": parser.read(&effectiveDate) { $0.date() }
+            case key == "gracePeriodExpiresDate": parser.read(&gracePeriodExpiresDate, nullable: true) { $0.date() }
+            case key == "environment": parser.read(&environment) { $0.rawValue() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let originalTransactionID = originalTransactionID.value, let effectiveDate = effectiveDate.value,
+              let environment = environment.value, let source = source.value
+        else { return nil }
+        return BillingIssue(originalTransactionID: originalTransactionID, productID: productID.value, effectiveDate: effectiveDate,
+                            gracePeriodExpiresDate: gracePeriodExpiresDate.value, environment: environment, source: source)
+    }
+
+    mutating func transferFact() -> TransferFact? {
+        var originalTransactionID = Field<String>(), fromSubscriberID = Field<String>(), toSubscriberID = Field<String>()
+        var afterPosition = Field<Int>(), date = Field<Date>(), transaction = Field<TransactionFact>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
+            case key == "fromSubscriberId": parser.read(&fromSubscriberID) { $0.string() }
+            case key == "toSubscriberId": parser.read(&toSubscriberID) { $0.string() }
+            case key == "afterPosition": parser.read(&afterPosition) { $0.integer() }
+            case key == "date": parser.read(&date) { $0.date() }
+            case key == "transaction": parser.read(&transaction, nullable: true) { $0.transactionFact() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let originalTransactionID = originalTransactionID.value, let fromSubscriberID = fromSubscriberID.value,
+              let toSubscriberID = toSubscriberID.value, let afterPosition = afterPosition.value, let date = date.value,
+              let source = source.value
+        else { return nil }
+        return TransferFact(originalTransactionID: originalTransactionID, fromSubscriberID: fromSubscriberID,
+                            toSubscriberID: toSubscriberID, afterPosition: Int64(afterPosition), date: date,
+                            transaction: transaction.value, source: source)
+    }
+
+    mutating func deviceSeen() -> DeviceSeen? {
+        var deviceID = Field<String>(), date = Field<Date>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "deviceId": parser.read(&deviceID) { $0.string() }
+            case key == "date": parser.read(&date) { $0.date() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let deviceID = deviceID.value, let date = date.value, let source = source.value else { return nil }
+        return DeviceSeen(deviceID: deviceID, date: date, source: source)
+    }
+
+    mutating func reminderDelivery() -> ReminderDelivery? {
+        var reminderID = Field<String>(), type = Field<ReminderType>(), group = Field<String>(), productID = Field<String>()
+        var expiresAt = Field<Date>(), lead = Field<ISODuration>(), dueAt = Field<Date>(), date = Field<Date>()
+        var attempt = Field<Int>(), error = Field<String>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "reminderId": parser.read(&reminderID) { $0.string() }
+            case key == "type": parser.read(&type) { $0.rawValue() }
+            case key == "group": parser.read(&group) { $0.string() }
+            case key == "productId": parser.read(&productID) { $0.string() }
+            case key == "expiresAt": parser.read(&expiresAt) { $0.date() }
+            case key == "lead": parser.read(&lead) { $0.duration() }
+            case key == "dueAt": parser.read(&dueAt) { $0.date() }
+            case key == "date": parser.read(&date) { $0.date() }
+            case key == "attempt": parser.read(&attempt) { $0.integer() }
+            case key == "error": parser.read(&error, nullable: true) { $0.string() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let reminderID = reminderID.value, let type = type.value, let group = group.value,
+              let productID = productID.value, let expiresAt = expiresAt.value, let lead = lead.value, let dueAt = dueAt.value,
+              let date = date.value, let attempt = attempt.value, let source = source.value
+        else { return nil }
+        return ReminderDelivery(reminderID: reminderID, type: type, group: group, productID: productID, expiresAt: expiresAt,
+                                lead: lead, dueAt: dueAt, date: date, attempt: attempt, error: error.value, source: source)
+    }
+}
