@@ -48,15 +48,16 @@ public struct SubscriberReader: Sendable {
         try await checked(try await SubscriberSnapshots.load(subscriberID, cache: ledgerCache, on: connection), on: connection)
     }
 
-    /// A loaded ledger that exists, stored as a snapshot when its tail is long.
+    /// A loaded ledger that exists, stored as a snapshot when its tail is
+    /// long, and kept in the ledger cache (the one place a read keeps one).
     private func checked(_ loaded: LoadedLedger, on connection: Connection) async throws -> LoadedLedger {
         if loaded.cachedState != nil { return loaded }
         var loaded = loaded
         if loaded.isSnapshotDue {
             try await SubscriberSnapshots.save([loaded], on: connection)
             loaded.snapshotVersion = loaded.version
-            ledgerCache?.keep(loaded)
         }
+        ledgerCache?.keep(loaded)
         guard loaded.exists else { throw Self.notFound(loaded.subscriberID) }
         return loaded
     }
@@ -85,7 +86,6 @@ public struct SubscriberReader: Sendable {
                                                          ReminderStore.remindersStatement(of: subscriberID)])
             let read = try await SubscriberSnapshots.ledgers(from: outputs[0], unlessCached: probe, held: &held, on: connection)
             let loaded = try await checked(read[subscriberID] ?? .empty(subscriberID), on: connection)
-            ledgerCache?.keep(loaded)
             var state: SubscriberState
             if let cached = loaded.cachedState {
                 state = cached

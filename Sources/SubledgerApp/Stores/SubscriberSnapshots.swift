@@ -54,14 +54,14 @@ enum SubscriberSnapshots {
     /// holds comes back with `cachedState` and without the ledger, so a read
     /// costs one statement whether the cache holds or not. With a ledger
     /// cache, a ledger it holds is read on from its version (see
-    /// `LedgerCache.Use` for what `use` does), and the ledgers read are kept.
+    /// `LedgerCache.Use` for what `use` does); keeping what was read is the
+    /// caller's (after any snapshot it stores).
     static func load(_ subscriberIDs: [String], unlessCached probe: CacheProbe?, cache: LedgerCache? = nil,
                      use: LedgerCache.Use = .share, on connection: Connection) async throws -> [String: LoadedLedger] {
         guard !subscriberIDs.isEmpty else { return [:] }
         var held = cache?.ledgers(subscriberIDs, use: use) ?? [:]
         let loaded = try await ledgers(from: try await connection.query(loadStatement(subscriberIDs, unlessCached: probe, held: held)),
                                        unlessCached: probe, held: &held, on: connection)
-        if use == .share, let cache { for ledger in loaded.values { cache.keep(ledger) } }
         return loaded
     }
 
