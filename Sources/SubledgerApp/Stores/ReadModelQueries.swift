@@ -139,9 +139,11 @@ public struct ReadModelQueries: Sendable {
     public func stats(at: Date, environment: Environment) async throws -> Stats {
         let rows = try await pool.query("""
             WITH e AS (SELECT entitlement, subscriber_id FROM entitlements
-                       WHERE environment = \(environment.rawValue) AND tstzrange(starts_at, ends_at) @> \(at)::timestamptz),
+                       WHERE environment = \(environment.rawValue) AND starts_at <= \(at)::timestamptz
+                         AND (ends_at IS NULL OR \(at)::timestamptz < ends_at)),
                  p AS (SELECT product_id, type, subscriber_id FROM product_activity
-                       WHERE environment = \(environment.rawValue) AND tstzrange(starts_at, ends_at) @> \(at)::timestamptz)
+                       WHERE environment = \(environment.rawValue) AND starts_at <= \(at)::timestamptz
+                         AND (ends_at IS NULL OR \(at)::timestamptz < ends_at))
             SELECT 'entitlement', entitlement, '', count(DISTINCT subscriber_id) FROM e GROUP BY entitlement
             UNION ALL
             SELECT 'product', product_id, type, count(DISTINCT subscriber_id) FROM p GROUP BY product_id, type
@@ -183,16 +185,52 @@ public struct ReadModelQueries: Sendable {
 
     /// Subscribers with `entitlement` (nil: any entitlement) active at
     /// `from`, `from + interval`, … up to `to`.
+    ///
+    /// One scan of the matching rows, whatever the number of points (probing
+    /// per point joined every active row to every point). Each subscriber's
+    /// rows are merged where they overlap or touch (several entitlements), so
+    /// a subscriber counts once; each merged stretch adds 1 from the first
+    /// point at or after its start and takes it back from the first point at
+    /// or after its end. `width_bucket` of the instant just before (the
+    /// database keeps microseconds) is the number of points before it, that
+    /// is the index of that first point.
     public func activeSeries(from: Date, to: Date, interval: Interval, entitlement: String?,
                              environment: Environment) async throws -> [SeriesPoint] {
         try await pool.query("""
-            SELECT g.at, count(DISTINCT e.subscriber_id)
-            FROM generate_series(\(from)::timestamptz, \(to)::timestamptz, \(interval.sqlInterval)::interval) AS g(at)
-            LEFT JOIN entitlements e
-                   ON e.environment = \(environment.rawValue)
-                  AND (\(entitlement)::text IS NULL OR e.entitlement = \(entitlement))
-                  AND tstzrange(e.starts_at, e.ends_at) @> g.at
-            GROUP BY g.at ORDER BY g.at
+            WITH points AS (
+                SELECT array_agg(at ORDER BY at) AS ats
+                FROM generate_series(\(from)::timestamptz, \(to)::timestamptz, \(interval.sqlInterval)::interval) AS g(at)
+            ),
+            matching AS (
+                SELECT subscriber_id, starts_at, coalesce(ends_at, 'infinity') AS ends_at FROM entitlements
+                WHERE environment = \(environment.rawValue) AND (\(entitlement)::text IS NULL OR entitlement = \(entitlement))
+                  AND starts_at <= \(to)::timestamptz AND (ends_at IS NULL OR ends_at > \(from)::timestamptz)
+            ),
+            marked AS (
+                SELECT subscriber_id, starts_at, ends_at,
+                       CASE WHEN starts_at <= max(ends_at) OVER (PARTITION BY subscriber_id ORDER BY starts_at, ends_at
+                                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                            THEN 0 ELSE 1 END AS opens
+                FROM matching
+            ),
+            numbered AS (
+                SELECT subscriber_id, starts_at, ends_at,
+                       sum(opens) OVER (PARTITION BY subscriber_id ORDER BY starts_at, ends_at ROWS UNBOUNDED PRECEDING) AS stretch
+                FROM marked
+            ),
+            stretches AS (SELECT min(starts_at) AS starts_at, max(ends_at) AS ends_at FROM numbered GROUP BY subscriber_id, stretch),
+            changes AS (
+                SELECT width_bucket(starts_at - interval '1 microsecond', (SELECT ats FROM points)) AS first, 1 AS delta
+                FROM stretches
+                UNION ALL
+                SELECT width_bucket(ends_at - interval '1 microsecond', (SELECT ats FROM points)), -1
+                FROM stretches WHERE ends_at < 'infinity'
+            ),
+            per_point AS (SELECT first, sum(delta) AS delta FROM changes GROUP BY first)
+            SELECT p.at, coalesce(sum(c.delta) OVER (ORDER BY p.index), 0)::bigint
+            FROM unnest((SELECT ats FROM points)) WITH ORDINALITY AS p(at, index)
+            LEFT JOIN per_point c ON c.first = p.index - 1
+            ORDER BY p.index
             """).map { SeriesPoint(at: try $0.decode(Date.self, at: 0), active: try $0.decode(Int.self, at: 1)) }
     }
 }
