@@ -111,42 +111,8 @@ public enum RFC3339 {
         return text + "Z"
     }
 
-    /// Appends `format(date)` as UTF-8 without building strings, for bulk
-    /// writers (the rebuild's COPY rows).
-    package static func append(_ date: Date, to bytes: inout [UInt8]) {
-        let totalMilliseconds = milliseconds(of: date)
-        let (seconds, millisecond) = floorDivision(totalMilliseconds, 1000)
-        let (days, secondOfDay) = floorDivision(seconds, 86_400)
-        let civil = CivilDate.civilFromDays(Int(days))
-        // `format` pads years outside four digits its own way.
-        guard (1...9999).contains(civil.year) else { return bytes.append(contentsOf: format(date).utf8) }
-        func digits(_ value: Int, _ width: Int) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            while divisor > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
-                divisor /= 10
-            }
-        }
-        digits(civil.year, 4)
-        bytes.append(UInt8(ascii: "-"))
-        digits(civil.month, 2)
-        bytes.append(UInt8(ascii: "-"))
-        digits(civil.day, 2)
-        bytes.append(UInt8(ascii: "T"))
-        digits(Int(secondOfDay / 3600), 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(Int(secondOfDay % 3600 / 60), 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(Int(secondOfDay % 60), 2)
-        if millisecond != 0 {
-            bytes.append(UInt8(ascii: "."))
-            digits(Int(millisecond), 3)
-        }
-        bytes.append(UInt8(ascii: "Z"))
-    }
-
-    static func milliseconds(of date: Date) -> Int64 {
+    /// The instant in whole milliseconds since 1970, as `format` writes it.
+    package static func milliseconds(of date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 * 1000).rounded())
     }
 

@@ -11,7 +11,17 @@ extension Connection {
     /// error in the data aborts the whole COPY.
     @discardableResult
     public func copy(unsafeSQL sql: String, rows: CopyTextRows) async throws -> Int {
-        let data = rows.bytes
+        try await copy(unsafeSQL: sql, data: rows.bytes)
+    }
+
+    /// The same for rows in the binary format (`CopyBinaryRows`); `sql` says
+    /// `WITH (FORMAT binary)`.
+    @discardableResult
+    public func copy(unsafeSQL sql: String, rows: CopyBinaryRows) async throws -> Int {
+        try await copy(unsafeSQL: sql, data: rows.finished)
+    }
+
+    private func copy(unsafeSQL sql: String, data: [UInt8]) async throws -> Int {
         return try await run { handle throws(PostgresError) in try Connection.copy(sql, data: data, on: handle) }
     }
 

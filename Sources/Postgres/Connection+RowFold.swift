@@ -133,7 +133,7 @@ public struct PostgresRawRow {
     }
 
     /// 2000-01-01T00:00:00Z, PostgreSQL's epoch, in seconds since 1970.
-    private static let secondsFrom1970To2000: Int64 = 946_684_800
+    static let secondsFrom1970To2000: Int64 = 946_684_800
 
     private func nonNull(_ column: Int, as type: String) throws(PostgresError) -> UnsafeBufferPointer<UInt8> {
         let bytes = try bytes(at: column)

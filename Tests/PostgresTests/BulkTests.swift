@@ -109,4 +109,48 @@ struct BulkTests {
             try await connection.query("SELECT 1/0", into: 0) { count, _ throws(PostgresError) in count += 1 }
         }
     }
+
+    /// The binary format: text that the text format escapes, NULL, booleans,
+    /// empty and non-empty arrays, and timestamps on both sides of 1970 and
+    /// 2000 (the binary count starts at 2000) come back as sent; a row
+    /// with the wrong number of fields is refused whole and leaves the
+    /// connection usable.
+    @Test func binaryCopyLoadsRowsAsSent() async throws {
+        let connection = try await Connection.connect(to: try await TestDatabase.make())
+        defer { connection.close() }
+        try await connection.execute(unsafeSQL: "CREATE TABLE t (n integer, label text, flag boolean, tags text[], at timestamptz)")
+        let instants: [Int64] = [0, -1, 1, 946_684_800_000, 946_684_799_999, 946_684_800_001, -2_208_988_800_000, 1_709_210_096_789,
+                                 4_102_444_799_999, -62_135_596_800_000]
+        var rows = CopyBinaryRows()
+        for (index, text) in Self.awkward.enumerated() {
+            rows.beginRow(fields: 4)
+            rows.append(index % 4 == 3 ? nil : text)
+            rows.append(index % 2 == 0)
+            rows.append(array: Self.tags(index))
+            if index % 5 == 4 { rows.appendNull() } else { rows.append(unixMilliseconds: instants[index % instants.count]) }
+        }
+        #expect(rows.count == Self.awkward.count)
+        #expect(try await connection.copy(unsafeSQL: "COPY t (label, flag, tags, at) FROM STDIN WITH (FORMAT binary)", rows: rows)
+                == Self.awkward.count)
+        let back = try await connection.query("""
+            SELECT label, flag, array_to_json(tags)::text, (extract(epoch FROM at) * 1000000)::bigint FROM t ORDER BY ctid
+            """)
+        #expect(back.count == Self.awkward.count)
+        for (index, row) in back.enumerated() {
+            #expect(try row.decode(String?.self, at: 0) == (index % 4 == 3 ? nil : Self.awkward[index]))
+            #expect(try row.decode(Bool.self, at: 1) == (index % 2 == 0))
+            let tags = try JSONDecoder().decode([String].self, from: Data(try row.decode(String.self, at: 2).utf8))
+            #expect(tags == Self.tags(index))
+            #expect(try row.decode(Int64?.self, at: 3) == (index % 5 == 4 ? nil : instants[index % instants.count] * 1000))
+        }
+
+        var broken = CopyBinaryRows()
+        broken.beginRow(fields: 2)
+        broken.append("only one of two")
+        let error = await #expect(throws: PostgresError.self) {
+            try await connection.copy(unsafeSQL: "COPY t (label, flag) FROM STDIN WITH (FORMAT binary)", rows: broken)
+        }
+        #expect(error?.code == .server)
+        #expect(try await connection.query("SELECT count(*) FROM t").first?.decode(Int.self, at: 0) == Self.awkward.count)
+    }
 }

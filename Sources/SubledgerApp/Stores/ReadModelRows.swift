@@ -20,15 +20,18 @@ enum ReadModelRows {
     }
 
     /// Adds the rows of `models` (a rebuild, into emptied tables): one COPY
-    /// per table. The rows go as COPY text, formatted straight into bytes,
+    /// per table, in COPY's binary format, formatted straight into bytes,
     /// rather than as the JSON documents `replace` sends: a rebuild writes
     /// every row of the read models, and encoding them with `JSONEncoder` and
     /// parsing them back in `jsonb_to_recordset` cost more than folding the
-    /// events. The values are the same: dates as `RFC3339.format` writes them
-    /// (what `LedgerJSON`'s encoder sends), NULL where the JSON has `null`.
+    /// events; in COPY's text format, the server still spent a tenth of the
+    /// load parsing dates. The values are the same: dates at the millisecond
+    /// `LedgerJSON`'s encoder writes (`RFC3339.milliseconds`), NULL where the
+    /// JSON has `null`.
     static func insert(_ models: [SubscriberReadModel], into tables: ProjectionTables = .live, on connection: Connection) async throws {
         for (table, rows) in copyRows(models) where !rows.isEmpty {
-            try await connection.copy(unsafeSQL: "COPY \(tables.name(table)) (\(copyColumns[table]!)) FROM STDIN", rows: rows)
+            try await connection.copy(unsafeSQL: "COPY \(tables.name(table)) (\(copyColumns[table]!)) FROM STDIN WITH (FORMAT binary)",
+                                      rows: rows)
         }
     }
 
@@ -47,14 +50,15 @@ enum ReadModelRows {
             """,
     ]
 
-    /// Each table's rows for `models`, in COPY's text format.
-    static func copyRows(_ models: [SubscriberReadModel]) -> [(table: String, rows: CopyTextRows)] {
-        var subscriptions = CopyTextRows(), periods = CopyTextRows(), entitlements = CopyTextRows(), products = CopyTextRows()
-        func date(_ date: Date?, into rows: inout CopyTextRows) {
-            if let date { rows.appendVerbatim { RFC3339.append(date, to: &$0) } } else { rows.appendNull() }
+    /// Each table's rows for `models`, in COPY's binary format.
+    static func copyRows(_ models: [SubscriberReadModel]) -> [(table: String, rows: CopyBinaryRows)] {
+        var subscriptions = CopyBinaryRows(), periods = CopyBinaryRows(), entitlements = CopyBinaryRows(), products = CopyBinaryRows()
+        func date(_ date: Date?, into rows: inout CopyBinaryRows) {
+            if let date { rows.append(unixMilliseconds: RFC3339.milliseconds(of: date)) } else { rows.appendNull() }
         }
         for model in models {
             for row in model.subscriptions {
+                subscriptions.beginRow(fields: 14)
                 subscriptions.append(row.environment.rawValue)
                 subscriptions.append(model.subscriberID)
                 subscriptions.append(row.group)
@@ -69,9 +73,9 @@ enum ReadModelRows {
                 date(row.revokedAt, into: &subscriptions)
                 subscriptions.append(row.autoRenew)
                 subscriptions.append(array: row.entitlements)
-                subscriptions.endRow()
             }
             for row in model.periods {
+                periods.beginRow(fields: 8)
                 periods.append(row.environment.rawValue)
                 periods.append(model.subscriberID)
                 periods.append(row.transactionID)
@@ -80,9 +84,9 @@ enum ReadModelRows {
                 periods.append(row.originalTransactionID)
                 date(row.start, into: &periods)
                 date(row.end, into: &periods)
-                periods.endRow()
             }
             for row in model.entitlements {
+                entitlements.beginRow(fields: 7)
                 entitlements.append(row.environment.rawValue)
                 entitlements.append(model.subscriberID)
                 entitlements.append(row.entitlement)
@@ -90,9 +94,9 @@ enum ReadModelRows {
                 date(row.end, into: &entitlements)
                 entitlements.append(row.productID)
                 entitlements.append(row.source)
-                entitlements.endRow()
             }
             for row in model.products {
+                products.beginRow(fields: 8)
                 products.append(row.environment.rawValue)
                 products.append(model.subscriberID)
                 products.append(row.productID)
@@ -101,7 +105,6 @@ enum ReadModelRows {
                 products.append(row.type.rawValue)
                 products.append(row.group)
                 products.append(row.source)
-                products.endRow()
             }
         }
         return [("subscriptions", subscriptions), ("non_renewing_periods", periods), ("entitlements", entitlements),
