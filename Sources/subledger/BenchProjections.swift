@@ -138,6 +138,8 @@ struct ProjectionBench {
             _ = try await writer.record(renewal("long-w\(index)", of: "long-0", at: base + Double(index), expires: base + 86_400 * 60),
                                         subscriberID: "bench-long")
         }))
+        // The snapshots due during the writes are stored in the background: let them finish before the pool closes.
+        await ledgers.snapshotsSaved()
         return results
     }
 

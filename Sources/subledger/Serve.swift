@@ -73,10 +73,12 @@ struct Serve: AsyncParsableCommand {
             "http.host": "\(configuration.host)", "http.port": "\(configuration.port)",
             "db.embedded": "\(database.cluster != nil)",
         ])
-        // The cluster service is first in the group: it stops after everything else.
+        // The cluster service is first in the group: it stops after everything else,
+        // and the snapshots saved in the background are stored before it does.
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: EmbeddedClusterService(database: database)), .init(service: app)],
+                services: [.init(service: EmbeddedClusterService(database: database)),
+                           .init(service: SnapshotFlushService(ledgers: dependencies.ledgers)), .init(service: app)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         try await group.run()
