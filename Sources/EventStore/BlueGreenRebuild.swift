@@ -137,15 +137,21 @@ extension EventStore {
     /// Indexes the shadow tables, `workers` at once: building an index keeps
     /// one server process busy, and the tables are independent, so the
     /// rebuild's connections build them side by side (`connection` and
-    /// pool connections), as they loaded them.
+    /// pool connections), as they loaded them. Each connection takes the
+    /// next table when it is done with one (in the consumer's order), so a
+    /// table with more indexes does not leave the other connections idle.
     private func indexShadows(_ tables: [String], workers: Int, on connection: Connection) async throws {
         let lanes = max(1, min(workers, tables.count))
+        let queue = RebuildCounter()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for lane in 0..<lanes {
-                let mine = tables.indices.filter { $0 % lanes == lane }.map { tables[$0] }
                 group.addTask {
                     func index(on connection: Connection) async throws {
-                        for table in mine { try await connection.query("SELECT subledger_shadow_index(\(table))") }
+                        while true {
+                            let next = queue.add(1) - 1
+                            guard next < tables.count else { return }
+                            try await connection.query("SELECT subledger_shadow_index(\(tables[next]))")
+                        }
                     }
                     if lane == 0 { try await index(on: connection) } else { try await pool.withConnection { try await index(on: $0) } }
                 }
