@@ -155,7 +155,7 @@ public struct JSONBytes: Sendable {
         self.key(key)
         guard let value else { return append("null") }
         bytes.append(UInt8(ascii: "\""))
-        RFC3339.append(value, to: &bytes)
+        bytes.append(contentsOf: RFC3339.format(value).utf8)
         bytes.append(UInt8(ascii: "\""))
         needsComma = true
     }
