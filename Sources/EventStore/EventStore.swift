@@ -229,8 +229,15 @@ public struct EventStore: Sendable {
 
     /// The highest position stored (0 when empty).
     public func headPosition() async throws -> Int64 {
-        let rows = try await pool.query("SELECT coalesce(max(position), 0) FROM events")
-        return try rows.first?.decode(Int64.self, at: 0) ?? 0
+        try Self.headPosition(from: try await pool.query(Self.headPositionStatement))
+    }
+
+    /// The statement of `headPosition()`, to pipeline with others.
+    public static var headPositionStatement: PostgresQuery { "SELECT coalesce(max(position), 0) FROM events" }
+
+    /// The head position in the rows of `headPositionStatement`.
+    public static func headPosition(from rows: PostgresRows) throws -> Int64 {
+        try rows.first?.decode(Int64.self, at: 0) ?? 0
     }
 
     static func decode(_ row: PostgresRow) throws -> RecordedEvent {

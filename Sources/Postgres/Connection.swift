@@ -127,7 +127,7 @@ public final class Connection: @unchecked Sendable {
     /// Runs on the caller's thread, not the connection's: an idle connection
     /// has no job running, and a zero-timeout `poll(2)` of its socket does not
     /// block (the pool asks at every lease, so this saves two thread hops each).
-    public func isUsableForReuse() async -> Bool {
+    public func isUsableForReuse() -> Bool {
         guard lock.withLock({ !closed && !brokenFlag && runningJob == nil }) else { return false }
         // Readable: an idle pooled connection has nothing to hear; if the
         // server spoke, it was to end the session (shutdown, restart, kill).

@@ -84,7 +84,7 @@ public actor ConnectionPool: Service {
             try Task.checkCancellation()
             guard !isClosed else { throw PostgresError(code: .poolClosed, message: "the connection pool is closed") }
             if let connection = idle.popLast() {
-                if await connection.isUsableForReuse() { return connection }
+                if connection.isUsableForReuse() { return connection }
                 logger.debug("discarding a connection the server closed", metadata: ["db.pool.open": "\(openCount)"])
                 discard(connection)
                 continue

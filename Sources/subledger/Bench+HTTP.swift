@@ -1,15 +1,14 @@
-import AsyncHTTPClient
 import Foundation
 import HTTPAPI
 import Ledger
 import Logging
-import NIOCore
 import Postgres
 import SubledgerApp
 
 /// The request path as clients see it: the service started in this process
-/// on a loopback port, driven over HTTP by concurrent clients, beside
-/// PostgreSQL's own ceilings measured in the same run.
+/// on a loopback port, driven over HTTP by concurrent clients (plain
+/// sockets, see `HTTPLoadConnection`), beside PostgreSQL's own ceilings
+/// measured in the same run.
 extension Bench {
     struct HTTPFigures {
         var rate: Double
@@ -34,71 +33,39 @@ extension Bench {
         let app = buildApplication(dependencies)
         let server = Task { try await app.run() }
         defer { server.cancel() }
-        let base = "http://127.0.0.1:\(configuration.port)"
-        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-                                configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: writers)))
-        for _ in 0..<200 {
-            if (try? await client.execute(HTTPClientRequest(url: base + "/health"), timeout: .seconds(1)))?.status == .ok { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        let port = configuration.port
+        try await Self.waitUntilServing(port: port)
         let purchaseDate = RFC3339.format(Date() - 86_400)
-        let counts = Counts()
-        let ingest = try await latencies("HTTP POST …/events, \(writers) connections", duration: duration) { writer, count in
-            var request = HTTPClientRequest(url: "\(base)/v1/subscribers/bench-\(writer)-\(count)/events")
-            request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer bench-ingest-key")
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: #"{"type": "purchase", "transactionId": "bt-\#(writer)-\#(count)", "productId": "com.example.pass.30d", "purchaseDate": "\#(purchaseDate)"}"#))
-            let response = try await client.execute(request, timeout: .seconds(30))
-            _ = try await response.body.collect(upTo: 1 << 20)
-            guard response.status == .created else { throw BenchFailure(description: "POST answered \(response.status)") }
-            await counts.recorded(writer: writer, count: count + 1)
+        let headers = [("Authorization", "Bearer bench-ingest-key")]
+        let postHeaders = headers + [("Content-Type", "application/json")]
+        let (ingest, written) = try await latencies("HTTP POST …/events, \(writers) connections", port: port, duration: duration) {
+            connection, writer, count in
+            let body = #"{"type": "purchase", "transactionId": "bt-\#(writer)-\#(count)", "productId": "com.example.pass.30d", "purchaseDate": "\#(purchaseDate)"}"#
+            let response = try connection.exchange(HTTPLoadConnection.request(
+                "POST", "/v1/subscribers/bench-\(writer)-\(count)/events", headers: postHeaders, body: body))
+            guard response.status == 201 else { throw BenchFailure(description: "POST answered \(response.status)") }
         }
-        let written = await counts.perWriter
-        let read = try await latencies("HTTP GET /v1/subscribers/{id}, \(writers) connections", duration: duration) { writer, count in
-            let made = written[writer] ?? 0
+        let (read, _) = try await latencies("HTTP GET /v1/subscribers/{id}, \(writers) connections", port: port, duration: duration) {
+            connection, writer, count in
+            let made = written[writer]
             guard made > 0 else { throw BenchFailure(description: "no subscribers were written to read") }
-            var request = HTTPClientRequest(url: "\(base)/v1/subscribers/bench-\(writer)-\(count % made)")
-            request.headers.add(name: "Authorization", value: "Bearer bench-ingest-key")
-            let response = try await client.execute(request, timeout: .seconds(30))
-            _ = try await response.body.collect(upTo: 1 << 20)
-            guard response.status == .ok else { throw BenchFailure(description: "GET answered \(response.status)") }
+            let response = try connection.exchange(HTTPLoadConnection.request(
+                "GET", "/v1/subscribers/bench-\(writer)-\(count % made)", headers: headers))
+            guard response.status == 200 else { throw BenchFailure(description: "GET answered \(response.status)") }
         }
-        try await client.shutdown()
         return (ingest, read)
     }
 
-    /// Runs `operation` from `writers` tasks for `duration`; the rate and the
-    /// latency percentiles of single operations.
-    func latencies(_ name: String, duration: Duration,
-                   _ operation: @escaping @Sendable (_ writer: Int, _ count: Int) async throws -> Void) async throws -> HTTPFigures {
-        let progress = TerminalProgress(label: name)
-        let started = ContinuousClock.now
-        let deadline = started + duration
-        let samples = try await withThrowingTaskGroup(of: [Duration].self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    var samples = [Duration]()
-                    var count = 0
-                    while ContinuousClock.now < deadline {
-                        let start = ContinuousClock.now
-                        try await operation(writer, count)
-                        samples.append(ContinuousClock.now - start)
-                        count += 1
-                        if writer == 0 { progress.update(String(format: "%3.0f%%", min(1, (ContinuousClock.now - started) / duration) * 100)) }
-                    }
-                    return samples
-                }
+    /// Waits (up to 10 s) until the service answers `GET /health` with 200.
+    static func waitUntilServing(port: Int) async throws {
+        for _ in 0..<200 {
+            let status = try? await onThread(named: "bench-health") {
+                try HTTPLoadConnection(port: port, timeout: .seconds(1)).exchange(HTTPLoadConnection.request("GET", "/health")).status
             }
-            return try await group.reduce(into: [Duration]()) { $0 += $1 }.sorted()
+            if status == 200 { return }
+            try await Task.sleep(for: .milliseconds(50))
         }
-        let elapsed = ContinuousClock.now - started
-        let rate = Double(samples.count) / elapsed.inSeconds
-        progress.finish(String(format: "%.0f requests/s", rate))
-        func percentile(_ p: Double) -> Duration {
-            samples.isEmpty ? .zero : samples[min(samples.count - 1, Int(Double(samples.count) * p))]
-        }
-        return HTTPFigures(rate: rate, p50: percentile(0.5), p99: percentile(0.99))
+        throw BenchFailure(description: "the service did not answer /health on port \(port)")
     }
 
     /// The process's peak resident memory so far, in MB (`VmHWM`).
@@ -109,12 +76,6 @@ extension Bench {
         else { return nil }
         return kilobytes / 1024
     }
-}
-
-/// How many subscribers each writer created, for the reads that follow.
-actor Counts {
-    private(set) var perWriter: [Int: Int] = [:]
-    func recorded(writer: Int, count: Int) { perWriter[writer] = max(perWriter[writer] ?? 0, count) }
 }
 
 struct BenchFailure: Error, CustomStringConvertible {

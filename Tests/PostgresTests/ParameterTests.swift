@@ -84,4 +84,28 @@ struct ParameterTests {
         let nothing: String? = nil
         #expect(try await connection.query("SELECT \(nothing)::text IS NULL").first?.decode(Bool.self, at: 0) == true)
     }
+
+    /// The hand-written timestamp text is the one `String(format:)` wrote,
+    /// for instants across the four-digit years, and reads back exactly.
+    @Test func timestampParametersAreISOWithMicroseconds() throws {
+        var generator = SplitMix64(seed: 11)
+        var instants: [Date] = [Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: -0.000_001),
+                                Date(timeIntervalSince1970: 951_782_399.999_999), .distantFuture, .distantPast]
+        for _ in 0..<2000 {
+            instants.append(Date(timeIntervalSince1970: Double(Int64(generator.next() % 400_000_000_000)) / 1000 - 60_000_000_000))
+        }
+        for date in instants {
+            let micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
+            let seconds = Int64((micros / 1_000_000).rounded(.down))
+            var time = time_t(seconds)
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            let expected = String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                                  parts.tm_hour, parts.tm_min, parts.tm_sec, Int64(micros) - seconds * 1_000_000)
+            #expect(date.postgresText == expected)
+            if (1...9999).contains(Int(parts.tm_year) + 1900) {
+                #expect(try abs(Date(postgresText: date.postgresText).timeIntervalSince(date)) < 0.000_001)
+            }
+        }
+    }
 }

@@ -29,6 +29,17 @@ struct SubscribersController {
         var position: Int64
         var duplicate: Bool
         var subscriber: SubscriberState
+
+        /// What `LedgerJSON.makeEncoder()` writes for it, written by hand.
+        func encodedJSON() -> [UInt8] {
+            var writer = JSONBytes()
+            writer.object {
+                $0.bool("duplicate", duplicate)
+                $0.integer("position", position)
+                $0.member("subscriber") { subscriber.write(to: &$0) }
+            }
+            return writer.bytes
+        }
     }
 
     struct HistoryBody: Encodable {
@@ -47,8 +58,8 @@ struct SubscribersController {
         let subscriberID = try RequestInput.subscriberID(context)
         let fact = try FactRequest.parse(json: try await RequestInput.body(request, context))
         let result = try await writer.record(fact, subscriberID: subscriberID)
-        return try .json(RecordedBody(position: result.position, duplicate: result.isDuplicate, subscriber: result.state),
-                         status: result.isDuplicate ? .ok : .created)
+        return .json(bytes: RecordedBody(position: result.position, duplicate: result.isDuplicate, subscriber: result.state).encodedJSON(),
+                     status: result.isDuplicate ? .ok : .created)
     }
 
     @Sendable func restore(request: Request, context: AppRequestContext) async throws -> Response {

@@ -42,23 +42,19 @@ struct BatchWork {
         // Taken out of the cache, so this batch's events apply in place; put
         // back after the commit (`result`).
         var held = writer.ledgerCache?.ledgers(subscribers, use: .take) ?? [:]
-        // One round trip for both.
-        let loaded: [String: LoadedLedger]
-        let owners: [String: String]
-        if let ownersStatement = OwnershipStore.ownersStatement(ids) {
-            let outputs = try await connection.pipeline([SubscriberSnapshots.loadStatement(subscribers, unlessCached: nil, held: held),
-                                                         ownersStatement])
-            loaded = try await SubscriberSnapshots.ledgers(from: outputs[0], unlessCached: nil, held: &held, on: connection)
-            owners = try OwnershipStore.owners(from: outputs[1])
-        } else {
-            loaded = try await SubscriberSnapshots.ledgers(from: try await connection.query(
-                SubscriberSnapshots.loadStatement(subscribers, unlessCached: nil, held: held)), unlessCached: nil, held: &held, on: connection)
-            owners = [:]
-        }
-        let ledgers = subscribers.map { loaded[$0] ?? .empty($0) }
         // A later command's decision can record the position of an earlier one
-        // (a transfer's `afterPosition`): start near the real head when there is one.
-        let head = batch.commands.count > 1 ? try await writer.store.headPosition() : ledgers.map(\.ledger.lastPosition).max() ?? 0
+        // (a transfer's `afterPosition`): with several commands, start near
+        // the real head. The ledgers, the owners and the head: one round trip.
+        let ownersStatement = OwnershipStore.ownersStatement(ids)
+        let readsHead = batch.commands.count > 1
+        var statements = [SubscriberSnapshots.loadStatement(subscribers, unlessCached: nil, held: held)]
+        if let ownersStatement { statements.append(ownersStatement) }
+        if readsHead { statements.append(EventStore.headPositionStatement) }
+        let outputs = statements.count == 1 ? [try await connection.query(statements[0])] : try await connection.pipeline(statements)
+        let loaded = try await SubscriberSnapshots.ledgers(from: outputs[0], unlessCached: nil, held: &held, on: connection)
+        let owners = ownersStatement == nil ? [:] : try OwnershipStore.owners(from: outputs[1])
+        let ledgers = subscribers.map { loaded[$0] ?? .empty($0) }
+        let head = readsHead ? try EventStore.headPosition(from: outputs[outputs.count - 1]) : ledgers.map(\.ledger.lastPosition).max() ?? 0
         var work = BatchWork(owners: owners, nextPosition: head + 1, commands: batch.commands.count)
         work.commandSubscribers = batch.commands.map(\.subscriberID)
         for ledger in ledgers { work.add(ledger) }
