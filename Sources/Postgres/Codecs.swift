@@ -69,15 +69,20 @@ extension UUID: PostgresEncodable, PostgresDecodable {
 /// `bytea`, sent and read in PostgreSQL's hex format (`\x0a1b…`).
 extension Data: PostgresEncodable, PostgresDecodable {
     public var postgresText: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8](repeating: 0, count: 2 + count * 2)
-        out[0] = UInt8(ascii: "\\")
-        out[1] = UInt8(ascii: "x")
-        for (index, byte) in enumerated() {
-            out[2 + index * 2] = digits[Int(byte >> 4)]
-            out[3 + index * 2] = digits[Int(byte & 0x0f)]
+        // Straight into the string's storage: snapshots are a megabyte.
+        let digits: StaticString = "0123456789abcdef"
+        return withUnsafeBytes { bytes in
+            String(unsafeUninitializedCapacity: 2 + bytes.count * 2) { out in
+                out[0] = UInt8(ascii: "\\")
+                out[1] = UInt8(ascii: "x")
+                let hex = digits.utf8Start
+                for (index, byte) in bytes.enumerated() {
+                    out[2 + index * 2] = hex[Int(byte >> 4)]
+                    out[3 + index * 2] = hex[Int(byte & 0x0f)]
+                }
+                return 2 + bytes.count * 2
+            }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     public init(postgresText text: String) throws(PostgresError) {
