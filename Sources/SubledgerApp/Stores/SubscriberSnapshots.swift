@@ -20,7 +20,7 @@ struct LoadedLedger: Sendable {
     var subscriberID: String { ledger.subscriberID }
     var exists: Bool { version > 0 }
     /// Whether enough events followed the stored snapshot to store a new one.
-    var isSnapshotDue: Bool { version - snapshotVersion >= SubscriberSnapshots.interval }
+    var isSnapshotDue: Bool { SubscriberSnapshots.isDue(version: version, snapshotVersion: snapshotVersion) }
 
     static func empty(_ subscriberID: String) -> LoadedLedger {
         LoadedLedger(ledger: SubscriberLedger(subscriberID: subscriberID), version: 0, snapshotVersion: 0)
@@ -30,10 +30,22 @@ struct LoadedLedger: Sendable {
 /// Subscribers' ledgers from their snapshots (`sql/0008_snapshots.sql`) and
 /// the tails of their streams.
 enum SubscriberSnapshots {
-    /// Events after a snapshot before a new one is stored: the cost of
-    /// encoding and writing one is spread over this many events, and a read
-    /// never applies more than this many.
+    /// Events after a snapshot before a new one is stored: at least this
+    /// many, so the cost of encoding and writing one is spread over them.
     static let interval: Int64 = 64
+
+    /// Whether a ledger at `version` whose snapshot folds `snapshotVersion`
+    /// events is due a new one: once the tail reaches `interval` events or an
+    /// eighth of the snapshot, whichever is more. A snapshot costs what the
+    /// whole ledger does, so at a fixed interval a long history paid more per
+    /// event the longer it got (a megabyte every 64 writes at 10,000
+    /// renewals, and the writes beside those saves set the p99); in
+    /// proportion, each event pays for about eight events' worth of
+    /// snapshot, whatever the length. A cold read's tail is at most an eighth
+    /// of the snapshot it decodes anyway.
+    static func isDue(version: Int64, snapshotVersion: Int64) -> Bool {
+        version - snapshotVersion >= max(interval, snapshotVersion / 8)
+    }
 
     /// The ledgers of `subscriberIDs`, in one statement: each stored snapshot
     /// (sent once) with the events after it, read in one MVCC snapshot so the

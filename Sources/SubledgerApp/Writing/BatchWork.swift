@@ -169,7 +169,7 @@ struct BatchWork {
             stream.read = SubscriberLedger(subscriberID: subscriberID)
             stream.ledger = stream.read
             let version = appended.outcomes.last?.streamVersion ?? stream.version
-            var stored = version >= exactFrom || version - stream.snapshotVersion >= SubscriberSnapshots.interval
+            var stored = version >= exactFrom || SubscriberSnapshots.isDue(version: version, snapshotVersion: stream.snapshotVersion)
             var isKnown = true
             for ((outcome, pending), event) in zip(zip(appended.outcomes, stream.pending), append.events) {
                 let ownStream = isOwn(pending.command, subscriberID)
