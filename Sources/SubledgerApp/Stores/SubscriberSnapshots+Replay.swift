@@ -89,12 +89,13 @@ extension SubscriberSnapshots {
         return replays
     }
 
-    /// The event in columns position, stream_version, type, schema_version, data, recorded_at from `column` on.
-    private static func recorded(_ row: PostgresRow, from column: Int) throws -> RecordedLedgerEvent {
+    /// The event in columns position, stream_version, type, schema_version,
+    /// data, recorded_at from `column` on (every read of a ledger's events).
+    static func recorded(_ row: PostgresRow, from column: Int) throws -> RecordedLedgerEvent {
         let base = column + 1
         let event = try LedgerEvent.decodeFast(type: try row.decode(String.self, at: base + 1),
-                                           schemaVersion: try row.decode(Int.self, at: base + 2),
-                                           data: Data(try row.decode(String.self, at: base + 3).utf8))
+                                               schemaVersion: try row.decode(Int.self, at: base + 2),
+                                               data: Data(try row.decode(String.self, at: base + 3).utf8))
         return RecordedLedgerEvent(position: try row.decode(Int64.self, at: column), recordedAt: try row.decode(Date.self, at: base + 4),
                                    event: event)
     }

@@ -170,10 +170,7 @@ enum SubscriberSnapshots {
                 loaded[subscriberID] = start
             }
             guard let version = try row.decode(Int64?.self, at: 4), loaded[subscriberID] != nil else { continue }
-            let event = try LedgerEvent.decodeFast(type: try row.decode(String.self, at: 5), schemaVersion: try row.decode(Int.self, at: 6),
-                                               data: Data(try row.decode(String.self, at: 7).utf8))
-            loaded[subscriberID]!.ledger.apply(RecordedLedgerEvent(position: try row.decode(Int64.self, at: 3),
-                                                                   recordedAt: try row.decode(Date.self, at: 8), event: event))
+            loaded[subscriberID]!.ledger.apply(try recorded(row, from: 3))
             loaded[subscriberID]!.version = version
         }
         for subscriberID in Set(unreadable) {
@@ -196,10 +193,7 @@ enum SubscriberSnapshots {
             """)
         var loaded = LoadedLedger.empty(subscriberID)
         for row in stored {
-            let event = try LedgerEvent.decodeFast(type: try row.decode(String.self, at: 2), schemaVersion: try row.decode(Int.self, at: 3),
-                                               data: Data(try row.decode(String.self, at: 4).utf8))
-            loaded.ledger.apply(RecordedLedgerEvent(position: try row.decode(Int64.self, at: 0),
-                                                    recordedAt: try row.decode(Date.self, at: 5), event: event))
+            loaded.ledger.apply(try recorded(row, from: 0))
             loaded.version = try row.decode(Int64.self, at: 1)
         }
         return loaded
