@@ -134,7 +134,8 @@ struct StreamCursor {
     }
 }
 
-/// Events counted across the rebuild's workers, for progress reports.
+/// A count shared by the rebuild's tasks: the events folded, for progress
+/// reports, and the next shadow table to index.
 final class RebuildCounter: @unchecked Sendable {
     // Safety: `total` is only touched under `lock`.
     private let lock = NSLock()

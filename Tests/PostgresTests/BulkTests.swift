@@ -11,48 +11,6 @@ struct BulkTests {
     /// Up to three of `awkward`, every one of them in some row's array.
     static func tags(_ index: Int) -> [String] { Array(awkward.dropFirst(index).prefix(index % 4)) }
 
-    /// Text that COPY and array literals escape, NULL, booleans and arrays
-    /// come back as sent; a COPY the server refuses throws its error and
-    /// leaves the connection usable.
-    @Test func copyLoadsRowsAsSent() async throws {
-        let connection = try await Connection.connect(to: try await TestDatabase.make())
-        defer { connection.close() }
-        try await connection.execute(unsafeSQL: "CREATE TABLE t (n integer, label text, flag boolean, tags text[], at timestamptz)")
-        var rows = CopyTextRows()
-        for (index, text) in Self.awkward.enumerated() {
-            rows.appendVerbatim { $0.append(contentsOf: String(index).utf8) }
-            rows.append(index % 4 == 3 ? nil : text)
-            rows.append(index % 2 == 0)
-            rows.append(array: Self.tags(index))
-            if index % 3 == 0 { rows.appendNull() } else { rows.appendVerbatim { $0.append(contentsOf: "2024-02-29T12:34:56.789Z".utf8) } }
-            rows.endRow()
-        }
-        #expect(rows.count == Self.awkward.count)
-        #expect(try await connection.copy(unsafeSQL: "COPY t (n, label, flag, tags, at) FROM STDIN", rows: rows) == Self.awkward.count)
-        let leapDay = try await connection.query("SELECT '2024-02-29T12:34:56.789Z'::timestamptz").first?.decode(Date.self, at: 0)
-        let back = try await connection.query("""
-            SELECT n, label, flag, array_to_json(tags)::text, at FROM t ORDER BY n
-            """)
-        #expect(back.count == Self.awkward.count)
-        for row in back {
-            let index = try row.decode(Int.self, at: 0)
-            #expect(try row.decode(String?.self, at: 1) == (index % 4 == 3 ? nil : Self.awkward[index]))
-            #expect(try row.decode(Bool.self, at: 2) == (index % 2 == 0))
-            let tags = try JSONDecoder().decode([String].self, from: Data(try row.decode(String.self, at: 3).utf8))
-            #expect(tags == Self.tags(index))
-            #expect(try row.decode(Date?.self, at: 4) == (index % 3 == 0 ? nil : leapDay))
-        }
-
-        var broken = CopyTextRows()
-        broken.append("not a number")
-        broken.endRow()
-        let error = await #expect(throws: PostgresError.self) {
-            try await connection.copy(unsafeSQL: "COPY t (n) FROM STDIN", rows: broken)
-        }
-        #expect(error?.code == .server)
-        #expect(try await connection.query("SELECT count(*) FROM t").first?.decode(Int.self, at: 0) == Self.awkward.count)
-    }
-
     /// Values read in place, in text or binary form, are what `query`
     /// decodes from its strings: integers of every width and sign, dates on
     /// both sides of 1970 and 2000, offsets, infinity; also through a cursor.
@@ -110,8 +68,9 @@ struct BulkTests {
         }
     }
 
-    /// The binary format: text that the text format escapes, NULL, booleans,
-    /// empty and non-empty arrays, and timestamps on both sides of 1970 and
+    /// COPY's binary format: text holding tabs, newlines, backslashes,
+    /// quotes, braces, `\N` and `NULL`, NULL, booleans, empty and non-empty
+    /// arrays, and timestamps on both sides of 1970 and
     /// 2000 (the binary count starts at 2000) come back as sent; a row
     /// with the wrong number of fields is refused whole and leaves the
     /// connection usable.
