@@ -85,7 +85,6 @@ let package = Package(
             name: "subledger",
             dependencies: [
                 "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "Ledger",
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
