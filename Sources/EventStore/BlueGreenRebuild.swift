@@ -213,7 +213,7 @@ extension EventStore {
         return ranges
     }
 
-    /// One worker: reads its range through a cursor on a connection of its
+    /// One worker: reads its range in pages on a connection of its
     /// own and writes into the shadow tables on `connection`, folding a page
     /// while the previous one's rows are written and the next one is read.
     private func load<Consumer: StreamwiseConsumer>(
@@ -224,7 +224,7 @@ extension EventStore {
         try await connection.query("SET synchronous_commit = off")
         do {
             try await pool.withConnection { reader in
-                // REPEATABLE READ: the cursor reads in the snapshot noted here.
+                // REPEATABLE READ: every page is read in the snapshot noted here.
                 try await reader.withTransaction(isolation: .repeatableRead) { reader in
                     try await reader.query("SET TRANSACTION READ ONLY")
                     // Walk the (stream_id, stream_version) index rather than sort the whole range
@@ -232,14 +232,18 @@ extension EventStore {
                     try await reader.query("SET LOCAL enable_sort = off")
                     let snapshot = try await reader.query("SELECT pg_current_snapshot()::text").first?.decode(String.self, at: 0)
                     await snapshots.add(snapshot.flatMap(TransactionSnapshot.init))
-                    var cursor = try await StreamCursor(range, pageSize: chunkSize, on: reader)
+                    var cursor = StreamCursor(range, pageSize: chunkSize)
                     var page = try await cursor.next(on: reader)
                     var pending: Consumer.Rows?
                     while !page.isEmpty || !cursor.isFinished {
                         let streams = page
                         async let folded = consumer.rows(for: streams)
-                        if let pending { try await consumer.insert([pending], into: .shadow, on: connection) }
+                        // The writer's COPY and the reader's FETCH run in two server
+                        // processes: side by side, not one after the other.
+                        let writing = pending
+                        async let written: Void = { if let writing { try await consumer.insert([writing], into: .shadow, on: connection) } }()
                         page = try await cursor.next(on: reader)
+                        try await written
                         pending = try await folded
                         progress(counter.add(streams.reduce(0) { $0 + $1.events.count }))
                     }
