@@ -40,20 +40,27 @@ struct ActivityTimeline {
     init(ledger: SubscriberLedger, catalog: Catalog, environment: Environment) {
         self.environment = environment
         self.catalog = catalog
-        var originals: [String: [SubscriberLedger.TransactionRecord]] = [:]
+        // The ledger keeps its transactions by original already: an
+        // auto-renewable's are taken from there without another table.
+        var originals: [(original: String, records: [SubscriberLedger.TransactionRecord])] = []
         var groups: [String: [SubscriberLedger.TransactionRecord]] = [:]
         var singles: [SubscriberLedger.TransactionRecord] = []
-        for record in ledger.transactions.values where record.fact.environment == environment {
-            let product = catalog.product(id: record.fact.productID)
-            switch record.fact.productType ?? product?.type {
-            case .autoRenewable?: originals[record.fact.originalTransactionID, default: []].append(record)
-            case .nonRenewing?: groups[record.fact.group ?? product?.group ?? record.fact.productID, default: []].append(record)
-            case .nonConsumable?, .free?: singles.append(record)
-            case .consumable?, nil: break
+        for (original, records) in ledger.byOriginal.records {
+            var renewing: [SubscriberLedger.TransactionRecord] = []
+            for record in records where record.fact.environment == environment {
+                let product = catalog.product(id: record.fact.productID)
+                switch record.fact.productType ?? product?.type {
+                case .autoRenewable?: renewing.append(record)
+                case .nonRenewing?: groups[record.fact.group ?? product?.group ?? record.fact.productID, default: []].append(record)
+                case .nonConsumable?, .free?: singles.append(record)
+                case .consumable?, nil: break
+                }
             }
+            if !renewing.isEmpty { originals.append((original, renewing)) }
         }
-        for original in originals.keys.sorted() {
-            let added = sweepAutoRenewable(originals[original]!, ledger: ledger)
+        originals.sort { $0.original < $1.original }
+        for (original, records) in originals {
+            let added = sweepAutoRenewable(records, ledger: ledger)
             lastRunStart[Self.autoRenewableUnit(original)] = Self.lastRunStart(of: added)
             pieces += added
         }
@@ -249,17 +256,33 @@ struct ActivityTimeline {
     }
 
     func productIntervals() -> [SubscriberReadModel.ProductInterval] {
-        let byProduct = Dictionary(grouping: pieces, by: \.productID)
-        return byProduct.keys.sorted().flatMap { productID in
-            Self.merged(byProduct[productID]!.sorted { ($0.start, $0.source) < ($1.start, $1.source) }).map { piece in
+        // Sorted by product, then start: each product's pieces are one run
+        // (a sort of a handful of pieces costs less than a table of them).
+        let sorted = pieces.sorted { ($0.productID, $0.start, $0.source) < ($1.productID, $1.start, $1.source) }
+        return Self.runs(of: sorted, by: \.productID).flatMap { productID, run in
+            Self.merged(run).map { piece in
                 SubscriberReadModel.ProductInterval(environment: environment, productID: productID, type: piece.type, group: piece.group,
                                                     start: piece.start, end: piece.end, source: piece.source)
             }
         }
     }
 
+    /// The runs of equal keys in `items` (sorted by that key), in order.
+    static func runs<Item>(of items: [Item], by key: (Item) -> String) -> [(key: String, run: [Item])] {
+        var result: [(key: String, run: [Item])] = []
+        var start = 0
+        while start < items.count {
+            let current = key(items[start])
+            var end = start + 1
+            while end < items.count, key(items[end]) == current { end += 1 }
+            result.append((current, Array(items[start..<end])))
+            start = end
+        }
+        return result
+    }
+
     func entitlementIntervals() -> [SubscriberReadModel.EntitlementInterval] {
-        var byEntitlement: [String: [Piece]] = [:]
+        var granted: [(entitlement: String, piece: Piece)] = []
         // Pieces come in runs of one product: its entitlements are looked up once a run.
         var product: (id: String, entitlements: [String])?
         for piece in pieces {
@@ -267,11 +290,12 @@ struct ActivityTimeline {
                 product = (piece.productID, catalog.product(id: piece.productID)?.entitlements ?? [])
             }
             for entitlement in product!.entitlements {
-                byEntitlement[entitlement, default: []].append(piece)
+                granted.append((entitlement, piece))
             }
         }
-        return byEntitlement.keys.sorted().flatMap { entitlement in
-            Self.merged(byEntitlement[entitlement]!.sorted { ($0.start, $0.source) < ($1.start, $1.source) }).map { piece in
+        granted.sort { ($0.entitlement, $0.piece.start, $0.piece.source) < ($1.entitlement, $1.piece.start, $1.piece.source) }
+        return Self.runs(of: granted, by: \.entitlement).flatMap { entitlement, run in
+            Self.merged(run.map(\.piece)).map { piece in
                 SubscriberReadModel.EntitlementInterval(environment: environment, entitlement: entitlement, start: piece.start,
                                                         end: piece.end, productID: piece.productID, source: piece.source)
             }

@@ -24,33 +24,37 @@ public struct ISODuration: Sendable, Hashable, Codable, CustomStringConvertible 
     }
 
     /// Parses `PnYnMnWnD` (each part optional, in that order, at least one).
+    /// Reads the UTF-8 bytes: every payload of a non-renewing purchase
+    /// carries a duration, and a rebuild parses millions.
     public init(parsing text: String) throws(ISODurationError) {
-        var values: [Character: Int] = [:]
-        let units: [Character] = ["Y", "M", "W", "D"]
-        var remaining = Substring(text)
-        guard remaining.first == "P" else { throw ISODurationError(text: text, reason: "must start with P") }
+        let units: [UInt8] = [UInt8(ascii: "Y"), UInt8(ascii: "M"), UInt8(ascii: "W"), UInt8(ascii: "D")]
+        var values = [0, 0, 0, 0]
+        var remaining = text.utf8[...]
+        guard remaining.first == UInt8(ascii: "P") else { throw ISODurationError(text: text, reason: "must start with P") }
         remaining = remaining.dropFirst()
         guard !remaining.isEmpty else { throw ISODurationError(text: text, reason: "has no parts") }
         var nextUnit = 0
-        while !remaining.isEmpty {
-            if remaining.first == "T" {
+        while let first = remaining.first {
+            if first == UInt8(ascii: "T") {
                 throw ISODurationError(text: text, reason: "has a time part; only Y, M, W and D are supported")
             }
-            let number = remaining.prefix { $0.isASCII && $0.isNumber }
-            guard !number.isEmpty, number.count <= 6, let value = Int(number) else {
+            var value = 0, digits = 0
+            while let byte = remaining.first, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
+                value = value &* 10 &+ Int(byte - UInt8(ascii: "0"))
+                digits += 1
+                remaining = remaining.dropFirst()
+            }
+            guard digits > 0, digits <= 6 else {
                 throw ISODurationError(text: text, reason: "expected a number of at most 6 digits")
             }
-            remaining = remaining.dropFirst(number.count)
-            guard let unit = remaining.first,
-                  let position = units[nextUnit...].firstIndex(of: unit)
-            else {
+            guard let unit = remaining.first, let position = units[nextUnit...].firstIndex(of: unit) else {
                 throw ISODurationError(text: text, reason: "expected the units Y, M, W, D in that order, each once")
             }
-            values[unit] = value
+            values[position] = value
             nextUnit = position + 1
             remaining = remaining.dropFirst()
         }
-        self.init(years: values["Y"] ?? 0, months: values["M"] ?? 0, weeks: values["W"] ?? 0, days: values["D"] ?? 0)
+        self.init(years: values[0], months: values[1], weeks: values[2], days: values[3])
     }
 
     /// True for `P0D` (the expiry prompt lead).

@@ -96,8 +96,17 @@ public struct SubscriberLedger: Sendable, Equatable {
 
     /// Folds a whole history; events are applied in position order whatever
     /// order they come in.
+    /// An empty ledger with room for about `capacity` events' keys and
+    /// transactions: a rebuild knows how many a stream holds, and growing
+    /// the tables one doubling at a time rehashed every key each time.
+    public init(subscriberID: String, capacity: Int) {
+        self.subscriberID = subscriberID
+        keyPositions.reserveCapacity(capacity)
+        transactions.reserveCapacity(capacity)
+    }
+
     public init(subscriberID: String, events: [RecordedLedgerEvent]) {
-        self.init(subscriberID: subscriberID)
+        self.init(subscriberID: subscriberID, capacity: events.count)
         let inOrder = zip(events.indices, events).allSatisfy { $0 == 0 || events[$0 - 1].position < $1.position }
         for event in inOrder ? events : events.sorted(by: { $0.position < $1.position }) { apply(event) }
     }
@@ -107,8 +116,10 @@ public struct SubscriberLedger: Sendable, Equatable {
         lastPosition = max(lastPosition, recorded.position)
         let event = recorded.event
         if let key = event.idempotencyKey {
-            guard keyPositions[key] == nil else { return }
-            keyPositions[key] = recorded.position
+            // One lookup that inserts when absent (a rebuild does this for every event).
+            var isNew = false
+            touch(&keyPositions[key, default: { isNew = true; return recorded.position }()])
+            guard isNew else { return }
         }
         let position = recorded.position
         switch event {
@@ -154,12 +165,18 @@ public struct SubscriberLedger: Sendable, Equatable {
     }
 
     private mutating func record(_ fact: TransactionFact, position: Int64, visibleFrom: Date) {
-        if transactions[fact.transactionID] == nil {
+        var added: TransactionRecord?
+        touch(&transactions[fact.transactionID, default: {
             let record = TransactionRecord(fact: fact, position: position, visibleFrom: visibleFrom)
-            transactions[fact.transactionID] = record
-            byOriginal.records[fact.originalTransactionID, default: []].append(record)
-        }
+            added = record
+            return record
+        }()])
+        if let added { byOriginal.records[fact.originalTransactionID, default: []].append(added) }
     }
+
+    /// Reaches a dictionary entry through `subscript(_:default:)`'s one
+    /// lookup, which inserts the default when the key is absent.
+    private func touch<Value>(_ value: inout Value) {}
 
     private mutating func seeDevice(_ deviceID: String, at date: Date, position: Int64) {
         if let seen = devices[deviceID], seen.date <= date { return }

@@ -41,7 +41,8 @@ struct ISODurationTests {
         #expect(try JSONDecoder().decode([ISODuration].self, from: encoded) == [duration])
     }
 
-    @Test(arguments: ["", "P", "30D", "PT1H", "P1DT2H", "P1D1M", "P1M1M", "P-1D", "P1.5D", "P1H", "p1d", "P1234567D"])
+    @Test(arguments: ["", "P", "30D", "PT1H", "P1DT2H", "P1D1M", "P1M1M", "P-1D", "P1.5D", "P1H", "p1d", "P1234567D",
+                      "P\u{FF11}D", "P\u{0661}D", "P1D\u{301}", "P1\u{301}D", "P99999999999999999999999D"])
     func rejects(text: String) {
         #expect(throws: ISODurationError.self) { try ISODuration(parsing: text) }
     }

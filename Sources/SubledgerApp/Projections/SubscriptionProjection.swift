@@ -58,7 +58,7 @@ extension SubscriptionProjection: StreamwiseConsumer {
     public func rows(for streams: [StreamEvents]) throws -> [SubscriberReadModel] {
         try streams.compactMap { stream in
             guard let subscriberID = ReminderProjection.subscriberID(ofStream: stream.streamID) else { return nil }
-            var ledger = SubscriberLedger(subscriberID: subscriberID)
+            var ledger = SubscriberLedger(subscriberID: subscriberID, capacity: stream.events.count)
             for event in stream.events { ledger.apply(try SubscriberStreams.ledgerEvent(event)) }
             return ledger.readModel(catalog: catalog)
         }
