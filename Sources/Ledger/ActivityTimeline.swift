@@ -70,9 +70,11 @@ struct ActivityTimeline {
             pieces += added
         }
         for record in singles.sorted(by: { $0.fact.transactionID < $1.fact.transactionID }) {
-            let dates = Self.transactionDates(record, ledger: ledger, includeEnds: false)
-                + Self.originalDates(record.fact.originalTransactionID, ledger: ledger)
-            pieces += evaluate(at: Self.points(from: record.visibleFrom, until: nil, dates), until: nil) { at in
+            var dates = Self.originalDates(record.fact.originalTransactionID, ledger: ledger)
+            Self.appendTransactionDates(record, ledger: ledger, includeEnds: false, to: &dates)
+            var points: [Date] = []
+            Self.points(from: record.visibleFrom, until: nil, &dates, into: &points)
+            evaluate(at: points, until: nil, into: &pieces) { at in
                 guard let transaction = Evaluation.transaction(record, ledger: ledger, catalog: catalog, at: at),
                       transaction.refund == nil else { return nil }
                 return Piece(start: at, end: nil, productID: transaction.fact.productID, type: transaction.type,
@@ -98,12 +100,16 @@ struct ActivityTimeline {
         }
         let originalDates = Self.originalDates(records[0].fact.originalTransactionID, ledger: ledger).sorted()
         var pieces: [Piece] = []
+        // Reused from segment to segment: a rebuild sweeps millions of them.
+        var dates: [Date] = [], points: [Date] = []
         for (index, segment) in segments.enumerated() {
             let until = index + 1 < segments.count ? segments[index + 1].start : nil
             let record = segment.latest
-            let dates = Self.transactionDates(record, ledger: ledger, includeEnds: true)
-                + Self.dates(originalDates, after: segment.start, before: until)
-            pieces += evaluate(at: Self.points(from: segment.start, until: until, dates), until: until) { at in
+            dates.removeAll(keepingCapacity: true)
+            Self.appendTransactionDates(record, ledger: ledger, includeEnds: true, to: &dates)
+            Self.appendDates(originalDates, after: segment.start, before: until, to: &dates)
+            Self.points(from: segment.start, until: until, &dates, into: &points)
+            evaluate(at: points, until: until, into: &pieces) { at in
                 guard let transaction = Evaluation.transaction(record, ledger: ledger, catalog: catalog, at: at) else { return nil }
                 let status = Evaluation.autoRenewableTerms(latest: transaction, ledger: ledger, at: at).status
                 guard status == .active || status == .grace else { return nil }
@@ -117,7 +123,9 @@ struct ActivityTimeline {
     private func sweepNonRenewing(_ records: [SubscriberLedger.TransactionRecord], ledger: SubscriberLedger) -> [Piece] {
         var changes: [Date] = []
         for record in records {
-            changes += Self.transactionDates(record, ledger: ledger, includeEnds: false).filter { $0 != record.fact.purchaseDate }
+            var dates: [Date] = []
+            Self.appendTransactionDates(record, ledger: ledger, includeEnds: false, to: &dates)
+            changes += dates.filter { $0 != record.fact.purchaseDate }
             if record.visibleFrom != record.fact.purchaseDate { changes.append(record.visibleFrom) }
         }
         for original in Set(records.map(\.fact.originalTransactionID)) {
@@ -147,16 +155,14 @@ struct ActivityTimeline {
         return pieces
     }
 
-    /// Evaluates `activity` at each point (sorted); each answer holds until
-    /// the next point, the last until `until`.
-    private func evaluate(at points: [Date], until: Date?, _ activity: (Date) -> Piece?) -> [Piece] {
-        var pieces: [Piece] = []
+    /// Evaluates `activity` at each point (sorted) and appends the answers to
+    /// `pieces`; each holds until the next point, the last until `until`.
+    private func evaluate(at points: [Date], until: Date?, into pieces: inout [Piece], _ activity: (Date) -> Piece?) {
         for (index, point) in points.enumerated() {
             guard var piece = activity(point) else { continue }
             piece.end = index + 1 < points.count ? points[index + 1] : until
             pieces.append(piece)
         }
-        return pieces
     }
 
     // MARK: Dates
@@ -164,42 +170,45 @@ struct ActivityTimeline {
     /// `from` and the dates strictly between `from` and `until`, sorted, once each.
     /// Deduplicated once sorted rather than through a `Set`: a rebuild asks
     /// this a dozen times per subscriber.
-    static func points(from: Date, until: Date?, _ dates: [Date]) -> [Date] {
-        var between = dates.filter { $0 > from && $0 < (until ?? .distantFuture) }
-        between.sort()
-        var points = [from]
-        points.reserveCapacity(between.count + 1)
-        for date in between where date != points[points.count - 1] { points.append(date) }
-        return points
+    /// `dates` is reordered; `points` is replaced.
+    static func points(from: Date, until: Date?, _ dates: inout [Date], into points: inout [Date]) {
+        dates.sort()
+        points.removeAll(keepingCapacity: true)
+        points.append(from)
+        for date in dates where date > from && date < (until ?? .distantFuture) && date != points[points.count - 1] {
+            points.append(date)
+        }
     }
 
-    /// The dates of `sorted` strictly between `after` and `before`.
-    static func dates(_ sorted: [Date], after: Date, before: Date?) -> [Date] {
+    /// Appends the dates of `sorted` strictly between `after` and `before`.
+    static func appendDates(_ sorted: [Date], after: Date, before: Date?, to result: inout [Date]) {
         var low = 0, high = sorted.count
         while low < high {
             let middle = (low + high) / 2
             if sorted[middle] <= after { low = middle + 1 } else { high = middle }
         }
-        var result: [Date] = []
         while low < sorted.count, sorted[low] < (before ?? .distantFuture) {
             result.append(sorted[low])
             low += 1
         }
-        return result
     }
 
-    /// The dates at which a transaction's own facts take effect (and, for an
-    /// auto-renewable, the ends they give).
-    static func transactionDates(_ record: SubscriberLedger.TransactionRecord, ledger: SubscriberLedger, includeEnds: Bool) -> [Date] {
+    /// Appends the dates at which a transaction's own facts take effect (and,
+    /// for an auto-renewable, the ends they give).
+    static func appendTransactionDates(_ record: SubscriberLedger.TransactionRecord, ledger: SubscriberLedger, includeEnds: Bool,
+                                       to dates: inout [Date]) {
         let id = record.fact.transactionID
-        var dates = [record.visibleFrom, record.fact.purchaseDate]
+        dates.append(record.visibleFrom)
+        dates.append(record.fact.purchaseDate)
         if let refund = ledger.refunds[id] { dates.append(refund.date) }
         if let reversal = ledger.refundReversals[id] { dates.append(reversal.date) }
         if includeEnds {
             if let expires = record.fact.expiresDate { dates.append(expires) }
-            for extended in ledger.extensions[id] ?? [] { dates += [extended.date, extended.value] }
+            for extended in ledger.extensions[id] ?? [] {
+                dates.append(extended.date)
+                dates.append(extended.value)
+            }
         }
-        return dates
     }
 
     /// The dates at which facts about an original transaction take effect:

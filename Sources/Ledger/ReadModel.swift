@@ -93,7 +93,10 @@ extension SubscriberLedger {
     /// The read-model rows of this subscriber (see `SubscriberReadModel`).
     public func readModel(catalog: Catalog) -> SubscriberReadModel {
         var model = SubscriberReadModel(subscriberID: subscriberID)
-        let environments = Set(transactions.values.map(\.fact.environment))
+        var environments: [Environment] = []  // one or two: a scan costs less than a set
+        for record in transactions.values where !environments.contains(record.fact.environment) {
+            environments.append(record.fact.environment)
+        }
         for environment in Environment.allCases where environments.contains(environment) {
             let timeline = ActivityTimeline(ledger: self, catalog: catalog, environment: environment)
             model.entitlements += timeline.entitlementIntervals()
