@@ -232,7 +232,7 @@ extension EventStore {
                     try await reader.query("SET LOCAL enable_sort = off")
                     let snapshot = try await reader.query("SELECT pg_current_snapshot()::text").first?.decode(String.self, at: 0)
                     await snapshots.add(snapshot.flatMap(TransactionSnapshot.init))
-                    var cursor = StreamCursor(range, pageSize: chunkSize)
+                    var cursor = StreamCursor(range, pageSize: chunkSize) { try consumer.event(from: $0) }
                     var page = try await cursor.next(on: reader)
                     var pending: Consumer.Rows?
                     while !page.isEmpty || !cursor.isFinished {

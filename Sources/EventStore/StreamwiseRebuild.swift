@@ -1,10 +1,21 @@
 import Foundation
 import Postgres
 
-/// One stream's events, in version order.
-public struct StreamEvents: Sendable {
+/// One stream's events, in version order, as its consumer decoded them.
+public struct StreamEvents<Event: Sendable>: Sendable {
     public var streamID: String
-    public var events: [RecordedEvent]
+    public var events: [Event]
+}
+
+/// A stored event as a rebuild reads it: the values it needs, the type and
+/// the payload in place in the server's answer (valid during the call only).
+public struct StreamEventRow {
+    public var position: Int64
+    public var streamVersion: Int64
+    public var type: String
+    public var schemaVersion: Int
+    public var data: UnsafeRawBufferPointer
+    public var recordedAt: Date
 }
 
 /// A consumer whose read model is a function of each stream alone, not of
@@ -15,6 +26,10 @@ public struct StreamEvents: Sendable {
 /// batch after batch in commit order.
 public protocol StreamwiseConsumer: EventConsumer {
     associatedtype Rows: Sendable
+    associatedtype StreamEvent: Sendable
+    /// One event as `rows(for:)` takes it, decoded as its row is read (no
+    /// copy of the row first): pure, any thread.
+    func event(from row: StreamEventRow) throws -> StreamEvent
     /// The streams it reads: those whose id starts with this.
     var streamPrefix: String { get }
     /// The tables of its read model; a rebuild fills a shadow copy of each
@@ -22,7 +37,7 @@ public protocol StreamwiseConsumer: EventConsumer {
     var tables: [String] { get }
     /// The rows of complete streams. Pure (no I/O): runs on any thread,
     /// several at once.
-    func rows(for streams: [StreamEvents]) throws -> Rows
+    func rows(for streams: [StreamEvents<StreamEvent>]) throws -> Rows
     /// Adds rows (of several parts, folded apart) to emptied tables.
     func insert(_ parts: [Rows], into tables: ProjectionTables, on connection: Connection) async throws
     /// What `handle` does, writing into `tables`: the rebuild's catch-up
@@ -66,21 +81,23 @@ struct StreamRange: Sendable {
 /// snapshot is later than the rebuild's starting checkpoint, so it holds at
 /// least the events before it; what it holds beyond, the catch-up applies
 /// again, which the consumers tolerate.
-struct StreamCursor {
+struct StreamCursor<Event: Sendable> {
     let range: StreamRange
     let pageSize: Int
+    let decode: @Sendable (StreamEventRow) throws -> Event
     /// The last stream read whole.
     private var after: String
     private(set) var isFinished = false
 
-    init(_ range: StreamRange, pageSize: Int) {
+    init(_ range: StreamRange, pageSize: Int, decode: @escaping @Sendable (StreamEventRow) throws -> Event) {
         self.range = range
+        self.decode = decode
         self.pageSize = max(2, pageSize)
         after = range.after
     }
 
     /// The next page's complete streams (empty once the range is read).
-    mutating func next(on connection: Connection) async throws -> [StreamEvents] {
+    mutating func next(on connection: Connection) async throws -> [StreamEvents<Event>] {
         guard !isFinished else { return [] }
         var (streams, rows) = try await read(after: after, limit: "LIMIT \(pageSize)", on: connection)
         if rows < pageSize {
@@ -97,7 +114,7 @@ struct StreamCursor {
     }
 
     private func read(after: String, through: String? = nil, limit: String, on connection: Connection) async throws
-        -> (streams: [StreamEvents], rows: Int) {
+        -> (streams: [StreamEvents<Event>], rows: Int) {
         let through = through ?? range.through
         // Binary: the integers and timestamps cost neither side any formatting.
         let page = try await connection.query("""
@@ -105,40 +122,42 @@ struct StreamCursor {
             WHERE starts_with(stream_id, \(range.prefix)) AND stream_id > \(after)
               AND (\(through)::text IS NULL OR stream_id <= \(through))
             ORDER BY stream_id, stream_version \(unsafeRaw: limit)
-            """, into: Page(), binaryResults: true) { page, row throws(PostgresError) in
+            """, into: Page(decode: decode), binaryResults: true) { page, row throws(PostgresError) in
             try page.add(row)
         }
+        if let failure = page.failure { throw failure }
         return (page.streams, page.rows)
     }
 
-    /// The rebuild does not read event ids, metadata, keys or transaction ids.
-    static let noEventID = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
-
-    /// A page's rows grouped into streams as they are read, each value read
-    /// in place (`Connection.query(_:into:_:)`): a page holds tens of
-    /// thousands of events, and a `String` per value before the event's own
-    /// copy cost more than the rest of reading them.
+    /// A page's rows grouped into streams as they are read, each row decoded
+    /// in place by the consumer (`Connection.query(_:into:_:)`): a page
+    /// holds tens of thousands of events, and a copy of each value before
+    /// the consumer's own cost more than the rest of reading them.
     struct Page: Sendable {
-        var streams: [StreamEvents] = []
+        let decode: @Sendable (StreamEventRow) throws -> Event
+        var streams: [StreamEvents<Event>] = []
         var rows = 0
+        /// The first event the consumer could not decode: the page stops there.
+        var failure: (any Error)?
 
         mutating func add(_ row: PostgresRawRow) throws(PostgresError) {
+            guard failure == nil else { return }
             rows += 1
             let id = try row.bytes(at: 1)
             // Rows come in stream order: each stream's id becomes a String once.
-            let streamID: String
             if let last = streams.last?.streamID, last.utf8.count == id.count, last.utf8.elementsEqual(id) {
-                streamID = last
             } else {
-                streamID = String(decoding: id, as: UTF8.self)
-                streams.append(StreamEvents(streamID: streamID, events: []))
+                streams.append(StreamEvents(streamID: String(decoding: id, as: UTF8.self), events: []))
             }
-            let event = RecordedEvent(
-                position: try row.integer(at: 0), streamID: streamID, streamVersion: try row.integer(at: 2),
-                eventID: StreamCursor.noEventID, type: String(decoding: try row.bytes(at: 3), as: UTF8.self),
-                schemaVersion: Int(try row.integer(at: 4)), data: Data(try row.bytes(at: 5)), metadata: EventMetadata(),
-                idempotencyKey: nil, transactionID: 0, recordedAt: try row.date(at: 6))
-            streams[streams.count - 1].events.append(event)
+            let decoded = StreamEventRow(
+                position: try row.integer(at: 0), streamVersion: try row.integer(at: 2),
+                type: String(decoding: try row.bytes(at: 3), as: UTF8.self), schemaVersion: Int(try row.integer(at: 4)),
+                data: UnsafeRawBufferPointer(try row.bytes(at: 5)), recordedAt: try row.date(at: 6))
+            do {
+                streams[streams.count - 1].events.append(try decode(decoded))
+            } catch {
+                failure = error
+            }
         }
     }
 }

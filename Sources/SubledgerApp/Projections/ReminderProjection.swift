@@ -149,13 +149,20 @@ extension ReminderProjection: StreamwiseConsumer {
     public var streamPrefix: String { SubscriberStreams.streamID(for: "") }
     public var tables: [String] { ReminderRows.tables }
 
-    public func rows(for streams: [StreamEvents]) throws -> Rows {
+    /// An event and its version in the stream (the fold's clock).
+    public typealias StreamEvent = (version: Int64, event: RecordedLedgerEvent)
+
+    public func event(from row: StreamEventRow) throws -> StreamEvent {
+        (row.streamVersion, try SubscriberStreams.ledgerEvent(row))
+    }
+
+    public func rows(for streams: [StreamEvents<StreamEvent>]) throws -> Rows {
         var rows = Rows()
         for stream in streams {
             guard let subscriberID = Self.subscriberID(ofStream: stream.streamID) else { continue }
             var fold = ReminderFold(subscriberID: subscriberID)
-            for event in stream.events {
-                fold.apply(try SubscriberStreams.ledgerEvent(event), version: event.streamVersion, catalog: catalog)
+            for (version, event) in stream.events {
+                fold.apply(event, version: version, catalog: catalog)
             }
             rows.progress.append(fold.progress(catalog: catalog))
             rows.reminders += fold.schedule.changedReminders

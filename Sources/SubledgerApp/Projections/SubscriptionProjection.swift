@@ -55,11 +55,15 @@ extension SubscriptionProjection: StreamwiseConsumer {
     public var streamPrefix: String { SubscriberStreams.streamID(for: "") }
     public var tables: [String] { ReadModelRows.tables }
 
-    public func rows(for streams: [StreamEvents]) throws -> [SubscriberReadModel] {
-        try streams.compactMap { stream in
+    public func event(from row: StreamEventRow) throws -> RecordedLedgerEvent {
+        try SubscriberStreams.ledgerEvent(row)
+    }
+
+    public func rows(for streams: [StreamEvents<RecordedLedgerEvent>]) throws -> [SubscriberReadModel] {
+        streams.compactMap { stream in
             guard let subscriberID = ReminderProjection.subscriberID(ofStream: stream.streamID) else { return nil }
             var ledger = SubscriberLedger(subscriberID: subscriberID, capacity: stream.events.count)
-            for event in stream.events { ledger.apply(try SubscriberStreams.ledgerEvent(event)) }
+            for event in stream.events { ledger.apply(event) }
             return ledger.readModel(catalog: catalog)
         }
     }

@@ -31,6 +31,13 @@ public enum SubscriberStreams {
             position: recorded.position, recordedAt: recorded.recordedAt,
             event: try LedgerEvent.decodeFast(type: recorded.type, schemaVersion: recorded.schemaVersion, data: recorded.data))
     }
+
+    /// The same of a row as a rebuild reads it, its payload in place.
+    package static func ledgerEvent(_ row: StreamEventRow) throws -> RecordedLedgerEvent {
+        RecordedLedgerEvent(
+            position: row.position, recordedAt: row.recordedAt,
+            event: try LedgerEvent.decodeFast(type: row.type, schemaVersion: row.schemaVersion, payload: row.data))
+    }
 }
 
 /// A subscriber's stream as read: the ledger events and the version to
