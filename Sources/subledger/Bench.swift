@@ -33,6 +33,9 @@ struct Bench: AsyncParsableCommand {
     @Option(name: .customLong("rebuild-events"), help: "Events written for the rebuild measurement.")
     var rebuildEvents: Int = 200_000
 
+    @Option(name: .customLong("rebuild-rounds"), help: "Rebuilds, each followed by the ceiling; medians are reported.")
+    var rebuildRounds: Int = 3
+
     @Option(help: "Samples per latency measurement (p50, p99).")
     var samples: Int = 200
 
@@ -56,7 +59,9 @@ struct Bench: AsyncParsableCommand {
         guard importFacts > 0, importWriters > 0, importBatchSize > 0 else {
             throw ValidationError("--import-facts, --import-writers and --import-batch-size must be positive")
         }
-        guard rebuildEvents > 0, samples > 1 else { throw ValidationError("--rebuild-events and --samples must be positive") }
+        guard rebuildEvents > 0, samples > 1, rebuildRounds > 0 else {
+            throw ValidationError("--rebuild-events, --rebuild-rounds and --samples must be positive")
+        }
     }
 
     func run() async throws {
@@ -93,14 +98,18 @@ struct Bench: AsyncParsableCommand {
     func measureProjections(pool: ConnectionPool) async throws {
         print("")
         print("subledger bench: the subscriptions projection, \(rebuildEvents) events, \(samples) samples per latency")
-        let results = try await ProjectionBench(pool: pool, events: rebuildEvents, samples: samples).run()
+        let results = try await ProjectionBench(pool: pool, events: rebuildEvents, samples: samples, rounds: rebuildRounds).run()
         print("")
         print(padded("measurement", 52) + padded("events/s", 12, left: true) + padded("× ceiling", 12, left: true))
         print(padded("PostgreSQL set-based upsert, same events (ceiling)", 52) + padded(String(format: "%.0f", results.ceiling), 12, left: true)
               + padded("1.00", 12, left: true))
         print(padded("rebuild, stream by stream, \(results.rebuiltEvents) events", 52)
               + padded(String(format: "%.0f", results.rebuild), 12, left: true)
-              + padded(String(format: "%.3f", results.rebuild / results.ceiling), 12, left: true))
+              + padded(String(format: "%.3f", results.ratio), 12, left: true))
+        if results.rounds.count > 1 {
+            print("medians of \(results.rounds.count) rounds; each round's ratio: "
+                  + results.rounds.map { String(format: "%.3f", $0.rebuild / $0.ceiling) }.joined(separator: ", "))
+        }
         print(String(format: "peak resident memory of this process: %.0f MB", results.peakResidentMB))
         print("one live projection batch: \(results.liveBatch.events) events, \(results.liveBatch.subscribers) subscribers, "
               + "\(results.liveBatch.roundTrips) round trips (Connection.roundTrips)")
