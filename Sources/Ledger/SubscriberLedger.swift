@@ -114,15 +114,14 @@ public struct SubscriberLedger: Sendable, Equatable {
     /// Adds one event; events must come in position order.
     public mutating func apply(_ recorded: RecordedLedgerEvent) {
         lastPosition = max(lastPosition, recorded.position)
-        let event = recorded.event
-        if let key = event.idempotencyKey {
+        if let key = recorded.event.idempotencyKey {
             // One lookup that inserts when absent (a rebuild does this for every event).
             var isNew = false
             touch(&keyPositions[key, default: { isNew = true; return recorded.position }()])
             guard isNew else { return }
         }
         let position = recorded.position
-        switch event {
+        switch recorded.event {
         case .purchased(let fact), .renewed(let fact):
             if let deviceID = fact.deviceID { seeDevice(deviceID, at: fact.purchaseDate, position: position) }
             record(fact, position: position, visibleFrom: fact.purchaseDate)

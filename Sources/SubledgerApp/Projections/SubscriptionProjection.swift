@@ -63,7 +63,8 @@ extension SubscriptionProjection: StreamwiseConsumer {
         streams.compactMap { stream in
             guard let subscriberID = ReminderProjection.subscriberID(ofStream: stream.streamID) else { return nil }
             var ledger = SubscriberLedger(subscriberID: subscriberID, capacity: stream.events.count)
-            for event in stream.events { ledger.apply(event) }
+            // By index: the array's elements are lent to `apply`, not copied out.
+            for index in stream.events.indices { ledger.apply(stream.events[index]) }
             return ledger.readModel(catalog: catalog)
         }
     }
