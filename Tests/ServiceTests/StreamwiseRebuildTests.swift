@@ -82,4 +82,35 @@ struct StreamwiseRebuildTests {
         try await scratch.pool.withTransaction { try await ReadModelRows.replace(models, on: $0) }
         #expect(try await dependencies.readModelRows() == (try await scratch.readModelRows()))
     }
+
+    /// A stored payload the ledger cannot decode (written behind the service's
+    /// back) stops the rebuild with the decoding error, whichever page and
+    /// worker meets it; the live tables keep their rows and the rebuild's
+    /// lock is released, so the next attempt meets the same error, not a
+    /// rebuild said to be running.
+    @Test(arguments: [3, 1000])
+    func anUndecodableEventStopsTheRebuildAndLeavesTheLiveModels(chunkSize: Int) async throws {
+        let dependencies = try await makeDependencies()
+        defer { Task { await dependencies.pool.close() } }
+        let writer = LedgerWriter(dependencies)
+        let projection = SubscriptionProjection(store: dependencies.store, catalog: dependencies.catalog.catalog)
+        var history = RandomHistory(seed: 41, subscribers: 6)
+        for _ in 0..<20 {
+            _ = try await writer.write(WriteBatch((0..<history.int(1...4)).map { _ in history.next() }, refusals: .skip))
+        }
+        try await dependencies.project(projection)
+        let live = try await dependencies.readModelRows()
+        #expect(!live.isEmpty)
+        // The last purchase of the log: its payload keeps its keys but not their types.
+        try await dependencies.pool.query("""
+            UPDATE events SET data = jsonb_set(data, '{purchaseDate}', '12')
+            WHERE position = (SELECT max(position) FROM events WHERE type = 'purchased')
+            """)
+        for _ in 0..<2 {
+            await #expect(throws: LedgerEventDecodingError.self) {
+                try await dependencies.store.rebuildStreamwise(projection, chunkSize: chunkSize)
+            }
+        }
+        #expect(try await dependencies.readModelRows() == live)
+    }
 }
