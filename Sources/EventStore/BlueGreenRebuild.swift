@@ -238,7 +238,7 @@ extension EventStore {
                     while !page.isEmpty || !cursor.isFinished {
                         let streams = page
                         async let folded = consumer.rows(for: streams)
-                        // The writer's COPY and the reader's FETCH run in two server
+                        // The writer's COPY and the reader's next page run in two server
                         // processes: side by side, not one after the other.
                         let writing = pending
                         async let written: Void = { if let writing { try await consumer.insert([writing], into: .shadow, on: connection) } }()

@@ -145,8 +145,8 @@ struct StreamCursor<Event: Sendable> {
             rows += 1
             let id = try row.bytes(at: 1)
             // Rows come in stream order: each stream's id becomes a String once.
-            if let last = streams.last?.streamID, last.utf8.count == id.count, last.utf8.elementsEqual(id) {
-            } else {
+            let isNewStream = streams.last.map { $0.streamID.utf8.count != id.count || !$0.streamID.utf8.elementsEqual(id) } ?? true
+            if isNewStream {
                 streams.append(StreamEvents(streamID: String(decoding: id, as: UTF8.self), events: []))
             }
             let decoded = StreamEventRow(

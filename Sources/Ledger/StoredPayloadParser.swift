@@ -12,21 +12,23 @@ extension LedgerEvent {
     /// repeated keys, escaped keys, invalid JSON, wrong types...) goes to
     /// `decode(type:schemaVersion:data:)`, which gives its value or its error.
     public static func decodeFast(type: String, schemaVersion: Int, data: Data) throws -> LedgerEvent {
-        guard schemaVersion <= currentSchemaVersion, let known = LedgerEventType(rawValue: type) else {
-            return .unknown(type: type, schemaVersion: schemaVersion, data: data)
-        }
-        if let event = data.withUnsafeBytes({ StoredPayloadParser.event(known, payload: $0) }) { return event }
-        return try decode(type: type, schemaVersion: schemaVersion, data: data)
+        try data.withUnsafeBytes { try decodeFast(type: type, schemaVersion: schemaVersion, payload: $0, data: data) }
     }
 
     /// `decodeFast(type:schemaVersion:data:)` of a payload read in place
     /// (a rebuild's rows): no copy of the bytes unless it must fall back.
     public static func decodeFast(type: String, schemaVersion: Int, payload: UnsafeRawBufferPointer) throws -> LedgerEvent {
+        try decodeFast(type: type, schemaVersion: schemaVersion, payload: payload, data: nil)
+    }
+
+    /// `data`: the payload as `Data` when the caller has it (the fallbacks then copy nothing).
+    private static func decodeFast(type: String, schemaVersion: Int, payload: UnsafeRawBufferPointer, data: Data?) throws
+        -> LedgerEvent {
         guard schemaVersion <= currentSchemaVersion, let known = LedgerEventType(rawValue: type) else {
-            return .unknown(type: type, schemaVersion: schemaVersion, data: Data(payload))
+            return .unknown(type: type, schemaVersion: schemaVersion, data: data ?? Data(payload))
         }
         if let event = StoredPayloadParser.event(known, payload: payload) { return event }
-        return try decode(type: type, schemaVersion: schemaVersion, data: Data(payload))
+        return try decode(type: type, schemaVersion: schemaVersion, data: data ?? Data(payload))
     }
 }
 

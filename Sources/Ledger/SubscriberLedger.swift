@@ -94,8 +94,6 @@ public struct SubscriberLedger: Sendable, Equatable {
         self.subscriberID = subscriberID
     }
 
-    /// Folds a whole history; events are applied in position order whatever
-    /// order they come in.
     /// An empty ledger with room for about `capacity` events' keys and
     /// transactions: a rebuild knows how many a stream holds, and growing
     /// the tables one doubling at a time rehashed every key each time.
@@ -105,6 +103,8 @@ public struct SubscriberLedger: Sendable, Equatable {
         transactions.reserveCapacity(capacity)
     }
 
+    /// Folds a whole history; events are applied in position order whatever
+    /// order they come in.
     public init(subscriberID: String, events: [RecordedLedgerEvent]) {
         self.init(subscriberID: subscriberID, capacity: events.count)
         let inOrder = zip(events.indices, events).allSatisfy { $0 == 0 || events[$0 - 1].position < $1.position }
