@@ -22,9 +22,7 @@ struct BlueGreenRebuildTests {
         let subscriptions = SubscriptionProjection(store: dependencies.store, catalog: catalog)
         let reminders = ReminderProjection(store: dependencies.store, catalog: catalog)
         var history = RandomHistory(seed: seed, subscribers: 10)
-        for _ in 0..<30 {
-            _ = try await writer.write(WriteBatch((0..<history.int(1...6)).map { _ in history.next() }, refusals: .skip))
-        }
+        try await writer.writeRandomBatches(30, of: 1...6, from: &history)
         try await dependencies.project(subscriptions)
         try await dependencies.project(reminders)
         let batches = (0..<80).map { _ in (0..<history.int(1...3)).map { _ in history.next() } }

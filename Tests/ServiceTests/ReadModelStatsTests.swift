@@ -19,9 +19,7 @@ struct ReadModelStatsTests {
         let catalog = dependencies.catalog.catalog
         let projection = SubscriptionProjection(store: dependencies.store, catalog: catalog)
         var history = RandomHistory(seed: seed, subscribers: 12)
-        for _ in 0..<40 {
-            _ = try await writer.write(WriteBatch((0..<history.int(1...6)).map { _ in history.next() }, refusals: .skip))
-        }
+        try await writer.writeRandomBatches(40, of: 1...6, from: &history)
         try await dependencies.project(projection, batch: 50)
         var ledgers: [SubscriberLedger] = []
         for subscriber in history.subscribers { ledgers.append(try await dependencies.ledger(of: subscriber)) }

@@ -94,6 +94,16 @@ struct RandomHistory {
     }
 }
 
+extension LedgerWriter {
+    /// Writes `count` batches of `history`'s next facts, each of a size drawn
+    /// from `sizes`, skipping what the rules refuse.
+    func writeRandomBatches(_ count: Int, of sizes: ClosedRange<Int>, from history: inout RandomHistory) async throws {
+        for _ in 0..<count {
+            _ = try await write(WriteBatch((0..<history.int(sizes)).map { _ in history.next() }, refusals: .skip))
+        }
+    }
+}
+
 extension AppDependencies {
     /// Runs `consumer` until it has handled everything appended, in batches of `batch`.
     func project(_ consumer: some EventConsumer, batch: Int = 100) async throws {

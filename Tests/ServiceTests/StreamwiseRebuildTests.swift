@@ -17,9 +17,7 @@ struct StreamwiseRebuildTests {
         let writer = LedgerWriter(dependencies)
         let projection = SubscriptionProjection(store: dependencies.store, catalog: dependencies.catalog.catalog)
         var history = RandomHistory(seed: UInt64(chunkSize), subscribers: 9)
-        for _ in 0..<30 {
-            _ = try await writer.write(WriteBatch((0..<history.int(1...5)).map { _ in history.next() }, refusals: .skip))
-        }
+        try await writer.writeRandomBatches(30, of: 1...5, from: &history)
         try await dependencies.project(projection)
         let live = try await dependencies.readModelRows()
         let events = try await dependencies.pool.query("SELECT count(*) FROM events").first?.decode(Int.self, at: 0)
@@ -42,9 +40,7 @@ struct StreamwiseRebuildTests {
         let writer = LedgerWriter(dependencies)
         let projection = SubscriptionProjection(store: dependencies.store, catalog: dependencies.catalog.catalog)
         var history = RandomHistory(seed: 99, subscribers: 12)
-        for _ in 0..<40 {
-            _ = try await writer.write(WriteBatch((0..<history.int(1...6)).map { _ in history.next() }, refusals: .skip))
-        }
+        try await writer.writeRandomBatches(40, of: 1...6, from: &history)
         try await dependencies.project(projection)
         var later: [[WriteCommand]] = []
         for _ in 0..<60 { later.append((0..<history.int(1...3)).map { _ in history.next() }) }
@@ -95,9 +91,7 @@ struct StreamwiseRebuildTests {
         let writer = LedgerWriter(dependencies)
         let projection = SubscriptionProjection(store: dependencies.store, catalog: dependencies.catalog.catalog)
         var history = RandomHistory(seed: 41, subscribers: 6)
-        for _ in 0..<20 {
-            _ = try await writer.write(WriteBatch((0..<history.int(1...4)).map { _ in history.next() }, refusals: .skip))
-        }
+        try await writer.writeRandomBatches(20, of: 1...4, from: &history)
         try await dependencies.project(projection)
         let live = try await dependencies.readModelRows()
         #expect(!live.isEmpty)
