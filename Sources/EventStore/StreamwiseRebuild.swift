@@ -117,7 +117,7 @@ struct StreamCursor<Event: Sendable> {
         -> (streams: [StreamEvents<Event>], rows: Int) {
         let through = through ?? range.through
         // Binary: the integers and timestamps cost neither side any formatting.
-        let page = try await connection.query("""
+        var page = try await connection.query("""
             SELECT position, stream_id, stream_version, type, schema_version, data::text, recorded_at FROM events
             WHERE starts_with(stream_id, \(range.prefix)) AND stream_id > \(after)
               AND (\(through)::text IS NULL OR stream_id <= \(through))
@@ -126,7 +126,7 @@ struct StreamCursor<Event: Sendable> {
             try page.add(row)
         }
         if let failure = page.failure { throw failure }
-        return (page.streams, page.rows)
+        return (page.finish(), page.rows)
     }
 
     /// A page's rows grouped into streams as they are read, each row decoded
@@ -135,26 +135,47 @@ struct StreamCursor<Event: Sendable> {
     /// the consumer's own cost more than the rest of reading them.
     struct Page: Sendable {
         let decode: @Sendable (StreamEventRow) throws -> Event
-        var streams: [StreamEvents<Event>] = []
+        /// The streams read whole so far; the one being read is `current`.
+        private(set) var streams: [StreamEvents<Event>] = []
+        private var currentID: String?
+        private var current: [Event] = []
         var rows = 0
         /// The first event the consumer could not decode: the page stops there.
         var failure: (any Error)?
+
+        init(decode: @escaping @Sendable (StreamEventRow) throws -> Event) {
+            self.decode = decode
+        }
+
+        /// The streams of the page, the last one included.
+        mutating func finish() -> [StreamEvents<Event>] {
+            if let currentID {
+                streams.append(StreamEvents(streamID: currentID, events: current))
+                self.currentID = nil
+                current = []
+            }
+            return streams
+        }
 
         mutating func add(_ row: PostgresRawRow) throws(PostgresError) {
             guard failure == nil else { return }
             rows += 1
             let id = try row.bytes(at: 1)
-            // Rows come in stream order: each stream's id becomes a String once.
-            let isNewStream = streams.last.map { $0.streamID.utf8.count != id.count || !$0.streamID.utf8.elementsEqual(id) } ?? true
-            if isNewStream {
-                streams.append(StreamEvents(streamID: String(decoding: id, as: UTF8.self), events: []))
+            // Rows come in stream order: each stream's id becomes a String
+            // once, and its events gather apart from the page's streams (no
+            // copy of the last stream to look at its id, no reach into the
+            // array of streams to append).
+            if currentID.map({ $0.utf8.count != id.count || !$0.utf8.elementsEqual(id) }) ?? true {
+                if let currentID { streams.append(StreamEvents(streamID: currentID, events: current)) }
+                currentID = String(decoding: id, as: UTF8.self)
+                current = []
             }
             let decoded = StreamEventRow(
                 position: try row.integer(at: 0), streamVersion: try row.integer(at: 2),
                 type: String(decoding: try row.bytes(at: 3), as: UTF8.self), schemaVersion: Int(try row.integer(at: 4)),
                 data: UnsafeRawBufferPointer(try row.bytes(at: 5)), recordedAt: try row.date(at: 6))
             do {
-                streams[streams.count - 1].events.append(try decode(decoded))
+                current.append(try decode(decoded))
             } catch {
                 failure = error
             }
