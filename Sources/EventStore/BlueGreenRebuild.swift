@@ -244,8 +244,12 @@ extension EventStore {
                     var page = try await cursor.next(on: reader)
                     var pending: Consumer.Rows?
                     while !page.isEmpty || !cursor.isFinished {
-                        let streams = page
-                        async let folded = consumer.rows(for: streams)
+                        var events = 0
+                        for index in page.indices { events += page[index].events.count }
+                        // Handed over, not shared: the fold may then move the events out.
+                        let streams = Handoff(page)
+                        page = []
+                        async let folded = consumer.rows(for: streams.take())
                         // The writer's COPY and the reader's next page run in two server
                         // processes: side by side, not one after the other.
                         let writing = pending
@@ -253,7 +257,7 @@ extension EventStore {
                         page = try await cursor.next(on: reader)
                         try await written
                         pending = try await folded
-                        progress(counter.add(streams.reduce(0) { $0 + $1.events.count }))
+                        progress(counter.add(events))
                     }
                     if let pending { try await consumer.insert([pending], into: .shadow, on: connection) }
                 }
@@ -301,4 +305,21 @@ actor LoadSnapshots {
     }
 
     var all: [TransactionSnapshot] { unreadable ? [] : snapshots }
+}
+
+/// A value passed from one task to another without a second reference
+/// staying behind: `take()` moves it out (once), so the taker holds the
+/// only copy and can mutate it without copying its storage.
+final class Handoff<Value: Sendable>: @unchecked Sendable {
+    // Safety: `value` is only touched under `lock`.
+    private let lock = NSLock()
+    private var value: Value?
+
+    init(_ value: consuming Value) {
+        self.value = value
+    }
+
+    func take() -> Value {
+        lock.withLock { value.take()! }
+    }
 }

@@ -36,8 +36,10 @@ public protocol StreamwiseConsumer: EventConsumer {
     /// and swaps them in together.
     var tables: [String] { get }
     /// The rows of complete streams. Pure (no I/O): runs on any thread,
-    /// several at once.
-    func rows(for streams: [StreamEvents<StreamEvent>]) throws -> Rows
+    /// several at once. The streams are handed over (the rebuild holds no
+    /// other reference to them), so a consumer may move the events out
+    /// instead of copying them.
+    func rows(for streams: consuming [StreamEvents<StreamEvent>]) throws -> Rows
     /// Adds rows (of several parts, folded apart) to emptied tables.
     func insert(_ parts: [Rows], into tables: ProjectionTables, on connection: Connection) async throws
     /// What `handle` does, writing into `tables`: the rebuild's catch-up

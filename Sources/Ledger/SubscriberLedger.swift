@@ -111,17 +111,20 @@ public struct SubscriberLedger: Sendable, Equatable {
         for event in inOrder ? events : events.sorted(by: { $0.position < $1.position }) { apply(event) }
     }
 
-    /// Adds one event; events must come in position order.
-    public mutating func apply(_ recorded: RecordedLedgerEvent) {
-        lastPosition = max(lastPosition, recorded.position)
-        if let key = recorded.event.idempotencyKey {
+    /// Adds one event; events must come in position order. Taken as
+    /// owned: a caller handing over its last copy (a rebuild) moves
+    /// the fact into the ledger instead of retaining each of its strings.
+    public mutating func apply(_ recorded: __owned RecordedLedgerEvent) {
+        let position = recorded.position
+        lastPosition = max(lastPosition, position)
+        let event = (consume recorded).event
+        if let key = event.idempotencyKey {
             // One lookup that inserts when absent (a rebuild does this for every event).
             var isNew = false
-            touch(&keyPositions[key, default: { isNew = true; return recorded.position }()])
+            touch(&keyPositions[key, default: { isNew = true; return position }()])
             guard isNew else { return }
         }
-        let position = recorded.position
-        switch recorded.event {
+        switch consume event {
         case .purchased(let fact), .renewed(let fact):
             if let deviceID = fact.deviceID { seeDevice(deviceID, at: fact.purchaseDate, position: position) }
             record(fact, position: position, visibleFrom: fact.purchaseDate)

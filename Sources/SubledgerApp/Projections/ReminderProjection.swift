@@ -156,7 +156,7 @@ extension ReminderProjection: StreamwiseConsumer {
         (row.streamVersion, try SubscriberStreams.ledgerEvent(row))
     }
 
-    public func rows(for streams: [StreamEvents<StreamEvent>]) throws -> Rows {
+    public func rows(for streams: consuming [StreamEvents<StreamEvent>]) throws -> Rows {
         var rows = Rows()
         for stream in streams {
             guard let subscriberID = Self.subscriberID(ofStream: stream.streamID) else { continue }

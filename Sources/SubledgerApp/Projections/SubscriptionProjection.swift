@@ -59,17 +59,45 @@ extension SubscriptionProjection: StreamwiseConsumer {
         try SubscriberStreams.ledgerEvent(row)
     }
 
-    public func rows(for streams: [StreamEvents<RecordedLedgerEvent>]) throws -> [SubscriberReadModel] {
-        streams.compactMap { stream in
-            guard let subscriberID = ReminderProjection.subscriberID(ofStream: stream.streamID) else { return nil }
-            var ledger = SubscriberLedger(subscriberID: subscriberID, capacity: stream.events.count)
-            // By index: the array's elements are lent to `apply`, not copied out.
-            for index in stream.events.indices { ledger.apply(stream.events[index]) }
-            return ledger.readModel(catalog: catalog)
+    public func rows(for streams: consuming [StreamEvents<RecordedLedgerEvent>]) throws -> [SubscriberReadModel] {
+        var models: [SubscriberReadModel] = []
+        models.reserveCapacity(streams.count)
+        for index in streams.indices {
+            guard let subscriberID = ReminderProjection.subscriberID(ofStream: streams[index].streamID) else { continue }
+            // The events are moved into the ledger, not copied: taken out of
+            // the page (its only holder), reversed, and popped off the end,
+            // each event's strings change hands without being retained for
+            // the ledger and released with the page.
+            var events: [RecordedLedgerEvent] = []
+            swap(&events, &streams[index].events)
+            var ledger = SubscriberLedger(subscriberID: subscriberID, capacity: events.count)
+            events.reverseByMoving()
+            while let event = events.popLast() { ledger.apply(event) }
+            models.append(ledger.readModel(catalog: catalog))
         }
+        return models
     }
 
     public func insert(_ parts: [[SubscriberReadModel]], into tables: ProjectionTables, on connection: Connection) async throws {
         try await ReadModelRows.insert(parts.flatMap { $0 }, into: tables, on: connection)
+    }
+}
+
+extension Array {
+    /// `reverse()` without copies: the standard one swaps through copies of
+    /// the elements (a retain of every string of an event, and a release);
+    /// this moves their bits.
+    mutating func reverseByMoving() {
+        withUnsafeMutableBufferPointer { buffer in
+            guard var low = buffer.baseAddress, buffer.count > 1 else { return }
+            var high = low + (buffer.count - 1)
+            while low < high {
+                let moved = low.move()
+                low.moveInitialize(from: high, count: 1)
+                high.initialize(to: moved)
+                low += 1
+                high -= 1
+            }
+        }
     }
 }
