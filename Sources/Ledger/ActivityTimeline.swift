@@ -48,10 +48,14 @@ struct ActivityTimeline {
         for (original, records) in ledger.byOriginal.records {
             var renewing: [SubscriberLedger.TransactionRecord] = []
             for record in records where record.fact.environment == environment {
-                let product = catalog.product(id: record.fact.productID)
-                switch record.fact.productType ?? product?.type {
+                // A stored fact carries its type and group (the catalog's
+                // when it was recorded): the catalog is asked only for older
+                // facts without them, not once per transaction.
+                switch record.fact.productType ?? catalog.product(id: record.fact.productID)?.type {
                 case .autoRenewable?: renewing.append(record)
-                case .nonRenewing?: groups[record.fact.group ?? product?.group ?? record.fact.productID, default: []].append(record)
+                case .nonRenewing?:
+                    let group = record.fact.group ?? catalog.product(id: record.fact.productID)?.group ?? record.fact.productID
+                    groups[group, default: []].append(record)
                 case .nonConsumable?, .free?: singles.append(record)
                 case .consumable?, nil: break
                 }
@@ -110,11 +114,10 @@ struct ActivityTimeline {
             Self.appendDates(originalDates, after: segment.start, before: until, to: &dates)
             Self.points(from: segment.start, until: until, &dates, into: &points)
             evaluate(at: points, until: until, into: &pieces) { at in
-                guard let transaction = Evaluation.transaction(record, ledger: ledger, catalog: catalog, at: at) else { return nil }
-                let status = Evaluation.autoRenewableTerms(latest: transaction, ledger: ledger, at: at).status
-                guard status == .active || status == .grace else { return nil }
-                return Piece(start: at, end: nil, productID: transaction.fact.productID, type: .autoRenewable,
-                             group: transaction.group, source: transaction.fact.transactionID)
+                guard let (status, group) = Evaluation.autoRenewableStatus(record, ledger: ledger, catalog: catalog, at: at),
+                      status == .active || status == .grace else { return nil }
+                return Piece(start: at, end: nil, productID: record.fact.productID, type: .autoRenewable,
+                             group: group, source: record.fact.transactionID)
             }
         }
         return pieces

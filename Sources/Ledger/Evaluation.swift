@@ -146,14 +146,16 @@ struct Evaluation {
     /// visible yet, its original is held by someone else, or its type is unknown.
     static func transaction(_ record: SubscriberLedger.TransactionRecord, ledger: SubscriberLedger, catalog: Catalog,
                             at: Date) -> Transaction? {
-        guard record.visibleFrom <= at else { return nil }
+        guard record.visibleFrom <= at, ledger.owns(record.fact.originalTransactionID, at: at) else { return nil }
         let fact = record.fact
-        guard ledger.owns(fact.originalTransactionID, at: at) else { return nil }
-        let product = catalog.product(id: fact.productID)
+        // A stored fact carries its type and group, and a non-renewing one
+        // its duration: the catalog is asked only for what a fact lacks (a
+        // copy of the product per transaction was a cost of every fold).
+        // Only non-renewing transactions use a duration (`stack`).
+        let needsCatalog = fact.productType == nil || fact.group == nil || (fact.duration == nil && fact.productType == .nonRenewing)
+        let product = needsCatalog ? catalog.product(id: fact.productID) : nil
         guard let type = fact.productType ?? product?.type else { return nil }
-        let refund = ledger.refunds[fact.transactionID].flatMap { refund in
-            refund.date <= at && !ledger.isRefundReversed(fact.transactionID, refund: refund, at: at) ? refund : nil
-        }
+        let refund = Self.refund(of: fact.transactionID, ledger: ledger, at: at)
         var extended = fact
         if type == .autoRenewable { extended.expiresDate = ledger.expiresDate(ofTransaction: fact.transactionID, at: at) }
         return Transaction(fact: extended, position: record.position, type: type,
@@ -173,12 +175,43 @@ struct Evaluation {
         var positions: [Int64]
     }
 
+    /// The refund of a transaction in effect at `at` (not reversed by then).
+    static func refund(of transactionID: String, ledger: SubscriberLedger, at: Date) -> SubscriberLedger.Dated<RefundFact>? {
+        ledger.refunds[transactionID].flatMap { refund in
+            refund.date <= at && !ledger.isRefundReversed(transactionID, refund: refund, at: at) ? refund : nil
+        }
+    }
+
+    /// The status `autoRenewableTerms(latest: transaction(record, …)!, …)`
+    /// gives, and the transaction's group; nil when `transaction` is nil.
+    /// Without the `Transaction`, whose copy of the fact (a retain per
+    /// string) was most of the cost: the activity timeline asks this at
+    /// every instant it sweeps.
+    static func autoRenewableStatus(_ record: SubscriberLedger.TransactionRecord, ledger: SubscriberLedger, catalog: Catalog,
+                                    at: Date) -> (status: SubscriptionStatus, group: String)? {
+        guard record.visibleFrom <= at, ledger.owns(record.fact.originalTransactionID, at: at) else { return nil }
+        let product = record.fact.productType == nil || record.fact.group == nil ? catalog.product(id: record.fact.productID) : nil
+        guard let type = record.fact.productType ?? product?.type else { return nil }
+        let expiresDate = type == .autoRenewable
+            ? ledger.expiresDate(ofTransaction: record.fact.transactionID, at: at) : record.fact.expiresDate
+        let terms = autoRenewableTerms(original: record.fact.originalTransactionID, purchaseDate: record.fact.purchaseDate,
+                                       expiresDate: expiresDate, refund: refund(of: record.fact.transactionID, ledger: ledger, at: at),
+                                       ledger: ledger, at: at)
+        return (terms.status, record.fact.group ?? product?.group ?? record.fact.productID)
+    }
+
     static func autoRenewableTerms(latest: Transaction, ledger: SubscriberLedger, at: Date) -> AutoRenewableTerms {
-        let original = latest.fact.originalTransactionID
+        autoRenewableTerms(original: latest.fact.originalTransactionID, purchaseDate: latest.fact.purchaseDate,
+                           expiresDate: latest.fact.expiresDate, refund: latest.refund, ledger: ledger, at: at)
+    }
+
+    private static func autoRenewableTerms(original: String, purchaseDate: Date, expiresDate: Date?,
+                                           refund: SubscriberLedger.Dated<RefundFact>?, ledger: SubscriberLedger,
+                                           at: Date) -> AutoRenewableTerms {
         var positions: [Int64] = []
-        var end = latest.fact.expiresDate ?? latest.fact.purchaseDate
+        var end = expiresDate ?? purchaseDate
         var expiredByStore: Dated?
-        for expiry in ledger.storeExpiries[original] ?? [] where expiry.date <= at && expiry.date >= latest.fact.purchaseDate {
+        for expiry in ledger.storeExpiries[original] ?? [] where expiry.date <= at && expiry.date >= purchaseDate {
             positions.append(expiry.position)
             if expiry.date < end || expiredByStore == nil {
                 end = min(end, expiry.date)
@@ -187,13 +220,13 @@ struct Evaluation {
         }
         var graceEnd: Date?
         if expiredByStore == nil {
-            for issue in ledger.billingIssues[original] ?? [] where issue.date <= at && issue.date >= latest.fact.purchaseDate {
+            for issue in ledger.billingIssues[original] ?? [] where issue.date <= at && issue.date >= purchaseDate {
                 positions.append(issue.position)
                 if let grace = issue.value.gracePeriodExpiresDate { graceEnd = max(graceEnd ?? grace, grace) }
             }
         }
         let status: SubscriptionStatus
-        if let refund = latest.refund {
+        if let refund {
             status = .revoked
             positions.append(refund.position)
         } else if at < end {

@@ -22,7 +22,7 @@ public struct SubscriberLedger: Sendable, Equatable {
             let position: Int64
             let visibleFrom: Date
 
-            init(fact: TransactionFact, position: Int64, visibleFrom: Date) {
+            init(fact: __owned TransactionFact, position: Int64, visibleFrom: Date) {
                 self.fact = fact
                 self.position = position
                 self.visibleFrom = visibleFrom
@@ -30,12 +30,16 @@ public struct SubscriberLedger: Sendable, Equatable {
         }
 
         private let storage: Storage
-        var fact: TransactionFact { storage.fact }
+        /// Lent, not copied: reading a field of the fact costs no retain of
+        /// the others (a getter returned a copy of the whole fact).
+        var fact: TransactionFact {
+            _read { yield storage.fact }
+        }
         var position: Int64 { storage.position }
         /// Purchase date, or the transfer date for a transferred-in transaction.
         var visibleFrom: Date { storage.visibleFrom }
 
-        init(fact: TransactionFact, position: Int64, visibleFrom: Date) {
+        init(fact: __owned TransactionFact, position: Int64, visibleFrom: Date) {
             storage = Storage(fact: fact, position: position, visibleFrom: visibleFrom)
         }
 
@@ -126,11 +130,13 @@ public struct SubscriberLedger: Sendable, Equatable {
         }
         switch consume event {
         case .purchased(let fact), .renewed(let fact):
-            if let deviceID = fact.deviceID { seeDevice(deviceID, at: fact.purchaseDate, position: position) }
-            record(fact, position: position, visibleFrom: fact.purchaseDate)
+            let purchaseDate = fact.purchaseDate  // read before the fact moves into its record
+            if let deviceID = fact.deviceID { seeDevice(deviceID, at: purchaseDate, position: position) }
+            record(fact, position: position, visibleFrom: purchaseDate)
         case .restored(let fact):
             // The restoring device arrives as its own `device_seen`, dated when it was seen.
-            record(fact, position: position, visibleFrom: fact.purchaseDate)
+            let purchaseDate = fact.purchaseDate
+            record(fact, position: position, visibleFrom: purchaseDate)
         case .transferredIn(let transfer):
             ownership[transfer.originalTransactionID, default: []].append(Dated(date: transfer.date, position: position, value: true))
             if let fact = transfer.transaction {
@@ -166,14 +172,16 @@ public struct SubscriberLedger: Sendable, Equatable {
         }
     }
 
-    private mutating func record(_ fact: TransactionFact, position: Int64, visibleFrom: Date) {
-        var added: TransactionRecord?
-        touch(&transactions[fact.transactionID, default: {
-            let record = TransactionRecord(fact: fact, position: position, visibleFrom: visibleFrom)
-            added = record
+    /// Owned: the fact moves into its record (from an event handed over to
+    /// `apply`) instead of being copied, a retain per string.
+    private mutating func record(_ fact: __owned TransactionFact, position: Int64, visibleFrom: Date) {
+        let record = TransactionRecord(fact: fact, position: position, visibleFrom: visibleFrom)
+        var added = false
+        touch(&transactions[record.fact.transactionID, default: {
+            added = true
             return record
         }()])
-        if let added { byOriginal.records[fact.originalTransactionID, default: []].append(added) }
+        if added { byOriginal.records[record.fact.originalTransactionID, default: []].append(record) }
     }
 
     /// Reaches a dictionary entry through `subscript(_:default:)`'s one
