@@ -52,17 +52,6 @@ public enum JSONValue: Sendable, Hashable, Codable {
         return nil
     }
 
-    static func parse(_ data: Data) -> Result<JSONValue, JSONParseFailure> {
-        do {
-            return .success(try JSONDecoder().decode(JSONValue.self, from: data))
-        } catch let DecodingError.dataCorrupted(context) {
-            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            return .failure(JSONParseFailure(detail: underlying ?? context.debugDescription))
-        } catch {
-            return .failure(JSONParseFailure(detail: "\(error)"))
-        }
-    }
-
     /// What a value is, for messages: "a string", "null", ...
     var kindDescription: String {
         switch self {
