@@ -72,6 +72,10 @@ public enum InputLimits {
         guard identifierBytes.contains(bytes) else {
             throw .invalidField(field, expected: expected, got: bytes == 0 ? "an empty string" : "\(bytes) bytes")
         }
+        // Printable ASCII has no control character (Cc is U+0000–U+001F and
+        // U+007F–U+009F): no Unicode property lookup per character, which
+        // was 2.7% of an import, for the usual identifier.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return }
         if let control = text.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
             throw .invalidField(field, expected: expected, got: "control character \(codePoint(control))")
         }
