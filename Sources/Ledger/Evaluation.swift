@@ -148,12 +148,8 @@ struct Evaluation {
                             at: Date) -> Transaction? {
         guard record.visibleFrom <= at, ledger.owns(record.fact.originalTransactionID, at: at) else { return nil }
         let fact = record.fact
-        // A stored fact carries its type and group, and a non-renewing one
-        // its duration: the catalog is asked only for what a fact lacks (a
-        // copy of the product per transaction was a cost of every fold).
         // Only non-renewing transactions use a duration (`stack`).
-        let needsCatalog = fact.productType == nil || fact.group == nil || (fact.duration == nil && fact.productType == .nonRenewing)
-        let product = needsCatalog ? catalog.product(id: fact.productID) : nil
+        let product = catalogProduct(of: fact, catalog: catalog, readingDuration: fact.productType == .nonRenewing)
         guard let type = fact.productType ?? product?.type else { return nil }
         let refund = Self.refund(of: fact.transactionID, ledger: ledger, at: at)
         var extended = fact
@@ -175,6 +171,15 @@ struct Evaluation {
         var positions: [Int64]
     }
 
+    /// The catalog's product of a fact, asked for only when the fact lacks a
+    /// term the caller reads: a stored fact carries its type and group, and
+    /// a non-renewing one its duration (a copy of the product per
+    /// transaction was a cost of every fold).
+    static func catalogProduct(of fact: TransactionFact, catalog: Catalog, readingDuration: Bool) -> Product? {
+        let lacksTerms = fact.productType == nil || fact.group == nil || (readingDuration && fact.duration == nil)
+        return lacksTerms ? catalog.product(id: fact.productID) : nil
+    }
+
     /// The refund of a transaction in effect at `at` (not reversed by then).
     static func refund(of transactionID: String, ledger: SubscriberLedger, at: Date) -> SubscriberLedger.Dated<RefundFact>? {
         ledger.refunds[transactionID].flatMap { refund in
@@ -190,7 +195,7 @@ struct Evaluation {
     static func autoRenewableStatus(_ record: SubscriberLedger.TransactionRecord, ledger: SubscriberLedger, catalog: Catalog,
                                     at: Date) -> (status: SubscriptionStatus, group: String)? {
         guard record.visibleFrom <= at, ledger.owns(record.fact.originalTransactionID, at: at) else { return nil }
-        let product = record.fact.productType == nil || record.fact.group == nil ? catalog.product(id: record.fact.productID) : nil
+        let product = catalogProduct(of: record.fact, catalog: catalog, readingDuration: false)
         guard let type = record.fact.productType ?? product?.type else { return nil }
         let expiresDate = type == .autoRenewable
             ? ledger.expiresDate(ofTransaction: record.fact.transactionID, at: at) : record.fact.expiresDate

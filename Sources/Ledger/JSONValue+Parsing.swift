@@ -177,7 +177,7 @@ private struct JSONValueParser {
         throw failure("unterminated string")
     }
 
-    private func text(_ utf8: UnsafeRawBufferPointer) throws(JSONParseFailure) -> String {
+    private func text(_ utf8: some Collection<UInt8>) throws(JSONParseFailure) -> String {
         guard let text = String(validating: utf8, as: UTF8.self) else { throw failure("invalid UTF-8 in a string") }
         return text
     }
@@ -189,22 +189,12 @@ private struct JSONValueParser {
             index += 1
             switch byte {
             case UInt8(ascii: "\""):
-                guard let text = String(validating: result, as: UTF8.self) else { throw failure("invalid UTF-8 in a string") }
-                return text
+                return try text(result)
             case UInt8(ascii: "\\"):
-                guard index < bytes.count else { break }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): result.append(escape)
-                case UInt8(ascii: "b"): result.append(0x08)
-                case UInt8(ascii: "f"): result.append(0x0C)
-                case UInt8(ascii: "n"): result.append(0x0A)
-                case UInt8(ascii: "r"): result.append(0x0D)
-                case UInt8(ascii: "t"): result.append(0x09)
-                case UInt8(ascii: "u"): result.append(contentsOf: String(try unicodeEscape()).utf8)
-                default: throw failure("invalid escape in a string")
+                guard let next = JSONStringEscape.unescape(bytes, at: index, into: &result) else {
+                    throw failure("invalid escape in a string")
                 }
+                index = next
             case 0..<0x20:
                 throw failure("unescaped control character in a string")
             default:
@@ -212,39 +202,6 @@ private struct JSONValueParser {
             }
         }
         throw failure("unterminated string")
-    }
-
-    /// The character of a `\u` escape whose `u` was just read (a surrogate
-    /// pair takes two escapes; a lone surrogate is refused).
-    private mutating func unicodeEscape() throws(JSONParseFailure) -> Character {
-        let first = try hexQuad()
-        var scalar = first
-        if (0xD800..<0xDC00).contains(first) {
-            guard skip(UInt8(ascii: "\\")), skip(UInt8(ascii: "u")) else { throw failure("a high surrogate without its low surrogate") }
-            let second = try hexQuad()
-            guard (0xDC00..<0xE000).contains(second) else { throw failure("a high surrogate without its low surrogate") }
-            scalar = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-        }
-        guard let unicode = Unicode.Scalar(scalar) else { throw failure("a low surrogate without its high surrogate") }
-        return Character(unicode)
-    }
-
-    private mutating func hexQuad() throws(JSONParseFailure) -> UInt32 {
-        guard bytes.count - index >= 4 else { throw failure("a \\u escape needs four hex digits") }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            let byte = bytes[index]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw failure("a \\u escape needs four hex digits")
-            }
-            value = value << 4 | UInt32(digit)
-            index += 1
-        }
-        return value
     }
 
     /// A number as the grammar has it: `-`? (`0` | [1-9][0-9]*) fraction? exponent?

@@ -189,53 +189,13 @@ struct StoredPayloadParser {
             case 0..<0x20:
                 return nil
             case UInt8(ascii: "\\"):
-                guard position < bytes.count else { return nil }
-                let escape = bytes[position]
-                position += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): text.append(escape)
-                case UInt8(ascii: "b"): text.append(0x08)
-                case UInt8(ascii: "f"): text.append(0x0C)
-                case UInt8(ascii: "n"): text.append(0x0A)
-                case UInt8(ascii: "r"): text.append(0x0D)
-                case UInt8(ascii: "t"): text.append(0x09)
-                case UInt8(ascii: "u"):
-                    guard var scalar = hexQuad(at: position) else { return nil }
-                    position += 4
-                    if (0xD800..<0xDC00).contains(scalar) {
-                        guard position + 6 <= bytes.count, bytes[position] == UInt8(ascii: "\\"),
-                              bytes[position + 1] == UInt8(ascii: "u"), let low = hexQuad(at: position + 2),
-                              (0xDC00..<0xE000).contains(low)
-                        else { return nil }
-                        position += 6
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    }
-                    guard let unicode = Unicode.Scalar(scalar) else { return nil }
-                    text.append(contentsOf: unicode.utf8)
-                default:
-                    return nil
-                }
+                guard let next = JSONStringEscape.unescape(bytes, at: position, into: &text) else { return nil }
+                position = next
             default:
                 text.append(byte)
             }
         }
         return nil
-    }
-
-    private func hexQuad(at start: Int) -> UInt32? {
-        guard start + 4 <= bytes.count else { return nil }
-        var value: UInt32 = 0
-        for byte in bytes[start..<start + 4] {
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            value = value << 4 | UInt32(digit)
-        }
-        return value
     }
 
     /// An RFC 3339 date-time string (`LedgerJSON`'s strategy), read in place.
