@@ -21,7 +21,9 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     writer.claimObserver = appStore.claimObserver
     // Concurrent requests for different subscribers share a commit.
     writer.combiner = WriteCombiner()
-    let reader = SubscriberReader(dependencies)
+    // Concurrent reads of current states share a round trip.
+    var reader = SubscriberReader(dependencies)
+    reader.combiner = ReadCombiner()
     HealthController(health: HealthStore(dependencies), metrics: dependencies.metrics, logger: dependencies.logger)
         .addRoutes(to: router)
     RemindersController(store: ReminderStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)

@@ -15,6 +15,9 @@ public struct SubscriberReader: Sendable {
     public var cacheFromVersion: Int64 = 16
     /// Long ledgers kept in memory between reads (and shared with the writer).
     public var ledgerCache: LedgerCache?
+    /// Combines concurrent reads of current states (the HTTP API's); nil:
+    /// each read runs its own statements.
+    public var combiner: ReadCombiner?
 
     public init(store: EventStore, catalog: Catalog) {
         self.store = store
@@ -74,18 +77,47 @@ public struct SubscriberReader: Sendable {
     /// which holds every fact, so it is exact.
     /// Only `environment`'s facts count: a sandbox purchase never grants
     /// production (the cache holds the Production view only).
+    /// With a `combiner`, a read of the current state shares its statements
+    /// with the reads of other subscribers waiting at the same time.
     public func state(of subscriberID: String, at: Date? = nil, environment: Ledger.Environment = .production) async throws -> SubscriberState {
         let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
-        let now = self.now()
+        if at == nil, let combiner {
+            return try await combiner.state(of: subscriberID, environment: environment, with: self)
+        }
         return try await store.pool.withConnection { connection in
-            // The cache holds the current Production view only.
-            let probe = at == nil && environment == .production ? SubscriberSnapshots.CacheProbe(now: now, catalog: catalog) : nil
-            // The ledger (or the cached state) and the reminders: one round trip.
-            var held = ledgerCache?.ledgers([subscriberID], use: .share) ?? [:]
-            let outputs = try await connection.pipeline([SubscriberSnapshots.loadStatement([subscriberID], unlessCached: probe, held: held),
-                                                         ReminderStore.remindersStatement(of: subscriberID)])
-            let read = try await SubscriberSnapshots.ledgers(from: outputs[0], unlessCached: probe, held: &held, on: connection)
-            let loaded = try await checked(read[subscriberID] ?? .empty(subscriberID), on: connection)
+            try await states(of: [subscriberID], at: at, environment: environment, on: connection)[0].get()
+        }
+    }
+
+    /// The states of `subscriberIDs` (distinct) at `at` (default: now), in
+    /// their order: their ledgers (or cached states) and reminders in one
+    /// round trip whatever their number. Each has its own result: a
+    /// subscriber without facts is `subscriber_not_found` and the others are
+    /// answered. What fails the statement (a lost connection) throws.
+    func states(of subscriberIDs: [String], at: Date?, environment: Ledger.Environment,
+                on connection: Connection) async throws -> [Result<SubscriberState, LedgerError>] {
+        let now = self.now()
+        // The cache holds the current Production view only.
+        let probe = at == nil && environment == .production ? SubscriberSnapshots.CacheProbe(now: now, catalog: catalog) : nil
+        var held = ledgerCache?.ledgers(subscriberIDs, use: .share) ?? [:]
+        let outputs = try await connection.pipeline([SubscriberSnapshots.loadStatement(subscriberIDs, unlessCached: probe, held: held),
+                                                     ReminderStore.remindersStatement(of: subscriberIDs)])
+        let read = try await SubscriberSnapshots.ledgers(from: outputs[0], unlessCached: probe, held: &held, on: connection)
+        var reminders = [String: [SubscriberState.Reminder]]()
+        for row in outputs[1] {
+            let view = try ReminderStore.view(row)
+            if view.environment == environment { reminders[view.subscriberID, default: []].append(view.stateReminder) }
+        }
+        var results = [Result<SubscriberState, LedgerError>]()
+        results.reserveCapacity(subscriberIDs.count)
+        for subscriberID in subscriberIDs {
+            let loaded: LoadedLedger
+            do {
+                loaded = try await checked(read[subscriberID] ?? .empty(subscriberID), on: connection)
+            } catch let error as LedgerError {
+                results.append(.failure(error))
+                continue
+            }
             var state: SubscriberState
             if let cached = loaded.cachedState {
                 state = cached
@@ -101,9 +133,10 @@ public struct SubscriberReader: Sendable {
                     try await SubscriberStateCache.save(computed, version: loaded.version, validUntil: nextChange, catalog: catalog, on: connection)
                 }
             }
-            state.reminders = try outputs[1].map(ReminderStore.view).filter { $0.environment == environment }.map(\.stateReminder)
-            return state
+            state.reminders = reminders[subscriberID] ?? []
+            results.append(.success(state))
         }
+        return results
     }
 
     /// The state of a subscriber who may have no facts yet (an empty state then).

@@ -50,13 +50,17 @@ public struct ReminderStore: Sendable {
             """).map(Self.view)
     }
 
-    /// The statement reading one subscriber's reminders, by due time, to
-    /// pipeline with others (`SubscriberReader.state`); its rows are read
+    /// The statement reading some subscribers' reminders, by due time, to
+    /// pipeline with others (`SubscriberReader.states`); its rows are read
     /// with `view`.
-    static func remindersStatement(of subscriberID: String) -> PostgresQuery {
+    static func remindersStatement(of subscriberIDs: [String]) -> PostgresQuery {
+        // One index probe per subscriber (LATERAL, kept apart by OFFSET 0),
+        // whatever the planner thinks of the list's length.
         """
-        SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders WHERE subscriber_id = \(subscriberID)
-        ORDER BY due_at, id
+        SELECT r.* FROM jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb) AS ids(subscriber_id)
+        CROSS JOIN LATERAL (SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders
+                            WHERE reminders.subscriber_id = ids.subscriber_id OFFSET 0) r
+        ORDER BY r.due_at, r.id
         """
     }
 
