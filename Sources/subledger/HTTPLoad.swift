@@ -105,15 +105,13 @@ final class HTTPLoadConnection {
                 searched -= offset
             }
         }
-        let head = String(decoding: buffer[buffered.lowerBound..<headerEnd!], as: UTF8.self)
-        let lines = head.split(separator: "\r\n")
-        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1.1 "),
-              let status = Int(statusLine.dropFirst(9).prefix(3)) else {
-            throw BenchFailure(description: "not an HTTP/1.1 response: \(head.prefix(80))")
+        // Read in place, without Strings: the clients share the two cores
+        // with the service they measure.
+        guard let status = Self.status(in: buffer, from: buffered.lowerBound, to: headerEnd!) else {
+            throw BenchFailure(description: "not an HTTP/1.1 response: \(Self.text(buffer, buffered.lowerBound, headerEnd!).prefix(80))")
         }
-        guard let lengthLine = lines.dropFirst().first(where: { $0.lowercased().hasPrefix("content-length:") }),
-              let length = Int(lengthLine.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) else {
-            throw BenchFailure(description: "a response without Content-Length: \(head.prefix(200))")
+        guard let length = Self.contentLength(in: buffer, from: buffered.lowerBound, to: headerEnd!) else {
+            throw BenchFailure(description: "a response without Content-Length: \(Self.text(buffer, buffered.lowerBound, headerEnd!).prefix(200))")
         }
         buffered = (headerEnd! + 4)..<buffered.upperBound
         while buffered.count < length {
@@ -121,6 +119,49 @@ final class HTTPLoadConnection {
         }
         buffered = (buffered.lowerBound + length)..<buffered.upperBound
         return Response(status: status, bodyLength: length)
+    }
+
+    private static func text(_ buffer: [UInt8], _ start: Int, _ end: Int) -> String {
+        String(decoding: buffer[start..<end], as: UTF8.self)
+    }
+
+    private static let prefix = Array("HTTP/1.1 ".utf8)
+    private static let name = Array("content-length:".utf8)
+
+    /// The status code of a head starting `HTTP/1.1 NNN`.
+    private static func status(in buffer: [UInt8], from start: Int, to end: Int) -> Int? {
+        guard end - start >= prefix.count + 3, buffer[start..<(start + prefix.count)].elementsEqual(prefix) else { return nil }
+        var status = 0
+        for byte in buffer[(start + prefix.count)..<(start + prefix.count + 3)] {
+            guard (48...57).contains(byte) else { return nil }
+            status = status * 10 + Int(byte - 48)
+        }
+        return status
+    }
+
+    /// The value of the head's `Content-Length` header (any case).
+    private static func contentLength(in buffer: [UInt8], from start: Int, to end: Int) -> Int? {
+        var line = start
+        while line < end {
+            var next = line
+            while next < end, buffer[next] != 13 { next += 1 }
+            if next - line > name.count,
+               zip(buffer[line..<(line + name.count)], name).allSatisfy({ ($0 | 0x20) == $1 || $0 == $1 }) {
+                var index = line + name.count
+                while index < next, buffer[index] == 32 || buffer[index] == 9 { index += 1 }
+                var value = 0
+                var digits = 0
+                while index < next, (48...57).contains(buffer[index]) {
+                    value = value * 10 + Int(buffer[index] - 48)
+                    digits += 1
+                    index += 1
+                }
+                while index < next, buffer[index] == 32 || buffer[index] == 9 { index += 1 }
+                return digits > 0 && digits < 16 && index == next ? value : nil
+            }
+            line = next + 2
+        }
+        return nil
     }
 
     /// The index of the `\r\n\r\n` that ends the headers, if it arrived.
