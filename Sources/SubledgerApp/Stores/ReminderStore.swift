@@ -54,14 +54,21 @@ public struct ReminderStore: Sendable {
     /// pipeline with others (`SubscriberReader.states`); its rows are read
     /// with `view`.
     static func remindersStatement(of subscriberIDs: [String]) -> PostgresQuery {
+        if subscriberIDs.count == 1 {
+            // A read alone: the plain index probe, cheapest to start.
+            return """
+                SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders WHERE subscriber_id = \(subscriberIDs[0])
+                ORDER BY due_at, id
+                """
+        }
         // One index probe per subscriber (LATERAL, kept apart by OFFSET 0),
         // whatever the planner thinks of the list's length.
-        """
-        SELECT r.* FROM jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb) AS ids(subscriber_id)
-        CROSS JOIN LATERAL (SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders
-                            WHERE reminders.subscriber_id = ids.subscriber_id OFFSET 0) r
-        ORDER BY r.due_at, r.id
-        """
+        return """
+            SELECT r.* FROM jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb) AS ids(subscriber_id)
+            CROSS JOIN LATERAL (SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders
+                                WHERE reminders.subscriber_id = ids.subscriber_id OFFSET 0) r
+            ORDER BY r.due_at, r.id
+            """
     }
 
     /// Subscribers whose non-renewing coverage has ended by `instant` without
