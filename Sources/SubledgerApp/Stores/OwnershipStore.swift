@@ -84,28 +84,9 @@ struct OwnershipStore: Sendable {
     /// there is nothing to ask.
     static func ownersStatement(_ ids: Set<String>) -> PostgresQuery? {
         guard !ids.isEmpty else { return nil }
-        let list = JSONArgument.strings(ids.sorted())
-        // Index probes per id (LATERAL, OFFSET 0 keeps them so): as an OR of
-        // two IN-subqueries the planner scanned both tables whole, 5 ms a
-        // write and growing with the ledger. Planned each time, not prepared:
-        // the ownership tables of a new deployment start empty and grow with
-        // every purchase, and a plan made while they held a few rows kept
-        // scanning them whole (1.1 ms a write in `pg_stat_statements` after
-        // five seconds of purchases, against 0.2 ms to plan it).
-        var statement: PostgresQuery = """
-            WITH wanted AS (SELECT DISTINCT jsonb_array_elements_text(\(list)::jsonb) AS id),
-                 originals AS (
-                     SELECT w.id FROM wanted w
-                     UNION
-                     SELECT t.original_transaction_id FROM wanted w
-                     CROSS JOIN LATERAL (SELECT ti.original_transaction_id FROM transaction_ids ti
-                                         WHERE ti.transaction_id = w.id OFFSET 0) t)
-            SELECT o.original_transaction_id, o.subscriber_id FROM originals x
-            CROSS JOIN LATERAL (SELECT ow.original_transaction_id, ow.subscriber_id FROM transaction_owners ow
-                                WHERE ow.original_transaction_id = x.id OFFSET 0) o
-            """
-        statement.mayPrepare = false
-        return statement
+        // `subledger_owners` (sql/0018) probes the indexes per id with a plan
+        // made once per connection, whatever the tables held then.
+        return "SELECT original_transaction_id, subscriber_id FROM subledger_owners(\(JSONArgument.strings(ids.sorted()))::jsonb)"
     }
 
     static func owners(from rows: PostgresRows) throws -> [String: String] {
