@@ -13,15 +13,19 @@ struct OwnersLookupPlanTests {
         let dependencies = try await makeDependencies(poolSize: 1)
         defer { Task { await dependencies.pool.close() } }
         try await dependencies.pool.withConnection { connection in
+            // Owners o<i> of s<i>, each with a transaction t<i>.
+            func own(_ numbers: ClosedRange<Int>) async throws {
+                try await connection.query("""
+                    INSERT INTO transaction_owners (original_transaction_id, subscriber_id)
+                    SELECT 'o' || i, 's' || i FROM generate_series(\(numbers.lowerBound)::integer, \(numbers.upperBound)::integer) i
+                    """)
+                try await connection.query("""
+                    INSERT INTO transaction_ids (transaction_id, original_transaction_id, subscriber_id)
+                    SELECT 't' || i, 'o' || i, 's' || i FROM generate_series(\(numbers.lowerBound)::integer, \(numbers.upperBound)::integer) i
+                    """)
+            }
             // A new deployment: three owners, analyzed, as autovacuum would.
-            try await connection.query("""
-                INSERT INTO transaction_owners (original_transaction_id, subscriber_id)
-                SELECT 'o' || i, 's' || i FROM generate_series(1, 3) i
-                """)
-            try await connection.query("""
-                INSERT INTO transaction_ids (transaction_id, original_transaction_id, subscriber_id)
-                SELECT 't' || i, 'o' || i, 's' || i FROM generate_series(1, 3) i
-                """)
+            try await own(1...3)
             try await connection.query("ANALYZE transaction_owners")
             try await connection.query("ANALYZE transaction_ids")
             // The connection runs the lookup often enough to keep a generic plan.
@@ -29,14 +33,7 @@ struct OwnersLookupPlanTests {
                 #expect(try await OwnershipStore.owners(of: ["t1", "o2"], on: connection) == ["o1": "s1", "o2": "s2"])
             }
             // The tables grow, with no ANALYZE since.
-            try await connection.query("""
-                INSERT INTO transaction_owners (original_transaction_id, subscriber_id)
-                SELECT 'o' || i, 's' || i FROM generate_series(4, 20000) i
-                """)
-            try await connection.query("""
-                INSERT INTO transaction_ids (transaction_id, original_transaction_id, subscriber_id)
-                SELECT 't' || i, 'o' || i, 's' || i FROM generate_series(4, 20000) i
-                """)
+            try await own(4...20_000)
             let scans = try await connection.withTransaction { connection in
                 #expect(try await OwnershipStore.owners(of: ["t15000", "o19999", "nobody"], on: connection)
                     == ["o15000": "s15000", "o19999": "s19999"])
