@@ -48,14 +48,10 @@ struct ActivityTimeline {
         for (original, records) in ledger.byOriginal.records {
             var renewing: [SubscriberLedger.TransactionRecord] = []
             for record in records where record.fact.environment == environment {
-                // A stored fact carries its type and group (the catalog's
-                // when it was recorded): the catalog is asked only for older
-                // facts without them, not once per transaction.
-                switch record.fact.productType ?? catalog.product(id: record.fact.productID)?.type {
+                let product = Evaluation.catalogProduct(of: record.fact, catalog: catalog, readingDuration: false)
+                switch record.fact.productType ?? product?.type {
                 case .autoRenewable?: renewing.append(record)
-                case .nonRenewing?:
-                    let group = record.fact.group ?? catalog.product(id: record.fact.productID)?.group ?? record.fact.productID
-                    groups[group, default: []].append(record)
+                case .nonRenewing?: groups[record.fact.group ?? product?.group ?? record.fact.productID, default: []].append(record)
                 case .nonConsumable?, .free?: singles.append(record)
                 case .consumable?, nil: break
                 }
