@@ -13,9 +13,14 @@ extension LedgerEvent {
     /// The event's data as a JSON object (the payload; type and version are
     /// stored beside it).
     public func encodedData() throws -> Data {
+        switch self {
+        case .purchased(let fact), .renewed(let fact), .restored(let fact): return fact.storedJSON()
+        case .unknown(_, _, let data): return data
+        default: break
+        }
         let encoder = LedgerJSON.makeEncoder()
         switch self {
-        case .purchased(let fact), .renewed(let fact), .restored(let fact): return try encoder.encode(fact)
+        case .purchased(let fact), .renewed(let fact), .restored(let fact): return fact.storedJSON()
         case .refunded(let refund): return try encoder.encode(refund)
         case .refundReversed(let reversal): return try encoder.encode(reversal)
         case .renewalExtended(let renewalExtension): return try encoder.encode(renewalExtension)
