@@ -127,24 +127,35 @@ public struct EventStore: Sendable {
     /// the JSON it already is.
     static func batchDocument(_ appends: [StreamAppend]) -> String {
         var out = "["
+        out.reserveCapacity(appends.reduce(64) { total, append in
+            append.events.reduce(total + append.streamID.utf8.count + 48) { $0 + $1.data.count + 160 }
+        })
         for (streamIndex, append) in appends.enumerated() {
             if streamIndex > 0 { out += "," }
-            out += "{\"stream\":" + JSONText.string(append.streamID)
-            out += ",\"expected\":" + (append.expected.number.map { String($0) } ?? "null")
+            out += "{\"stream\":"
+            JSONText.appendString(append.streamID, to: &out)
+            out += ",\"expected\":"
+            if let expected = append.expected.number { out += String(expected) } else { out += "null" }
             out += ",\"events\":["
             for (eventIndex, event) in append.events.enumerated() {
-                if eventIndex > 0 { out += "," }
-                out += "{\"id\":\"" + event.id.uuidString.lowercased() + "\""
-                out += ",\"type\":" + JSONText.string(event.type)
-                out += ",\"schemaVersion\":" + String(event.schemaVersion)
-                out += ",\"data\":" + String(decoding: event.data, as: UTF8.self)
-                out += ",\"metadata\":" + JSONText.metadata(event.metadata)
-                out += ",\"key\":" + (event.idempotencyKey.map(JSONText.string) ?? "null")
+                out += eventIndex > 0 ? ",{\"id\":\"" : "{\"id\":\""
+                out += event.id.uuidString.lowercased()
+                out += "\",\"type\":"
+                JSONText.appendString(event.type, to: &out)
+                out += ",\"schemaVersion\":"
+                out += String(event.schemaVersion)
+                out += ",\"data\":"
+                out += String(decoding: event.data, as: UTF8.self)
+                out += ",\"metadata\":"
+                JSONText.appendMetadata(event.metadata, to: &out)
+                out += ",\"key\":"
+                if let key = event.idempotencyKey { JSONText.appendString(key, to: &out) } else { out += "null" }
                 out += "}"
             }
             out += "]}"
         }
-        return out + "]"
+        out += "]"
+        return out
     }
 
     // MARK: Read
@@ -263,8 +274,21 @@ public struct EventStore: Sendable {
 public enum JSONText {
     /// A JSON string literal of `value`, without a `JSONEncoder`.
     public static func string(_ value: String) -> String {
-        var out = "\""
+        var out = ""
         out.reserveCapacity(value.utf8.count + 2)
+        appendString(value, to: &out)
+        return out
+    }
+
+    /// Appends the JSON string literal of `value` to `out`. Most values
+    /// (ids, keys, types) need no escape and are appended whole.
+    public static func appendString(_ value: String, to out: inout String) {
+        out += "\""
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += value
+            out += "\""
+            return
+        }
         for scalar in value.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
@@ -277,15 +301,22 @@ public enum JSONText {
             default: out.unicodeScalars.append(scalar)
             }
         }
-        return out + "\""
+        out += "\""
     }
 
-    static func metadata(_ metadata: EventMetadata) -> String {
-        var fields = [String]()
-        if let source = metadata.source { fields.append("\"source\":" + string(source)) }
-        if let causation = metadata.causationID { fields.append("\"causationID\":" + string(causation)) }
-        if let correlation = metadata.correlationID { fields.append("\"correlationID\":" + string(correlation)) }
-        return "{" + fields.joined(separator: ",") + "}"
+    static func appendMetadata(_ metadata: EventMetadata, to out: inout String) {
+        var opened = false
+        func field(_ name: String, _ value: String?) {
+            guard let value else { return }
+            out += opened ? "," : "{"
+            out += name
+            appendString(value, to: &out)
+            opened = true
+        }
+        field("\"source\":", metadata.source)
+        field("\"causationID\":", metadata.causationID)
+        field("\"correlationID\":", metadata.correlationID)
+        out += opened ? "}" : "{}"
     }
 }
 

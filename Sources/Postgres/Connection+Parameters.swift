@@ -1,4 +1,5 @@
 import CLibPQ
+import Foundation
 
 /// One statement's bind values laid out as `PQexecParams` and
 /// `PQsendQueryParams` take them; valid only inside `Connection.withParameters`.
@@ -43,17 +44,21 @@ extension Connection {
                     continue
                 }
                 // UTF-8 and a terminating NUL; a NUL inside the string stays.
-                let bytes = bind.utf8CString
-                let length = bytes.count - 1
+                // Copied in one pass (a memory copy for a native string), and
+                // searched for a NUL by the C library: a batch document is
+                // hundreds of kilobytes.
+                let length = bind.utf8.count
                 guard let wireLength = Int32(exactly: length) else {
                     throw PostgresError(code: .invalidState, message: "a parameter of \(length) bytes is more than libpq can send")
                 }
-                let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count)
-                buffers.append(buffer)
-                bytes.withUnsafeBufferPointer { buffer.initialize(from: $0.baseAddress!, count: $0.count) }
-                let holdsNUL = bytes[..<length].contains(0)
+                let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: length + 1)
+                let value = UnsafeMutableRawPointer(buffer).assumingMemoryBound(to: CChar.self)
+                buffers.append(value)
+                _ = UnsafeMutableBufferPointer(start: buffer, count: length).initialize(from: bind.utf8)
+                buffer[length] = 0
+                let holdsNUL = strlen(value) < length
                 parameters.append(
-                    type: holdsNUL ? textTypeOID : 0, value: UnsafePointer(buffer),
+                    type: holdsNUL ? textTypeOID : 0, value: UnsafePointer(value),
                     length: wireLength, format: holdsNUL ? 1 : 0)
             }
             laidOut.append(parameters)
