@@ -103,7 +103,7 @@ enum LoggingSetup {
             done = true
             let level = configuration.logLevel
             LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
+                var handler = DeferredMetadataLogHandler(StreamLogHandler.standardError(label: label))
                 handler.logLevel = level
                 return handler
             }
