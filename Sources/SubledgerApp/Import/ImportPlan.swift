@@ -27,6 +27,8 @@ struct ImportPlan {
     /// ledger's stored links of the ids the lines name (`OwnershipStore.links`).
     static func make(_ lines: [ParsedLine], links: [OwnershipStore.Link], writers: Int) -> ImportPlan {
         var sets = DisjointSets()
+        // A subscriber and one or two transaction ids a line.
+        sets.reserveCapacity(lines.count * 3)
         var lineNodes = [Int]()
         lineNodes.reserveCapacity(lines.count)
         for line in lines {
@@ -91,6 +93,11 @@ struct DisjointSets {
 
     private var index = [Key: Int]()
     private var parent = [Int]()
+
+    mutating func reserveCapacity(_ nodes: Int) {
+        index.reserveCapacity(nodes)
+        parent.reserveCapacity(nodes)
+    }
 
     mutating func node(_ key: Key) -> Int {
         if let known = index[key] { return known }

@@ -171,7 +171,7 @@ public struct Importer: Sendable {
     /// stores now between the ids they name.
     func plan(_ lines: [ParsedLine]) async throws -> ImportPlan {
         guard writers > 1, lines.count > 1 else { return ImportPlan(lanes: lines.isEmpty ? [] : [lines], groups: 1) }
-        var ids = Set<String>()
+        var ids = Set<String>(minimumCapacity: lines.count * 2)
         for line in lines { ids.formUnion(line.command.referencedTransactionIDs) }
         let links = try await writer.pool.withConnection { try await OwnershipStore.links(of: ids, on: $0) }
         return ImportPlan.make(lines, links: links, writers: writers)

@@ -132,9 +132,23 @@ enum SubscriberSnapshots {
         var loaded = [String: LoadedLedger]()
         var unreadable = [String]()
         var shorter = Set<String>()
+        // The rows come subscriber by subscriber: the one being read is kept
+        // here and stored when the next one starts, so a row costs a string
+        // comparison, not lookups by subscriber id.
+        var currentID: String?
+        var current: LoadedLedger?
+        func store() {
+            if let current, let currentID { loaded[currentID] = current }
+            current = nil
+        }
         for row in rows {
             let subscriberID = try row.decode(String.self, at: 0)
-            if loaded[subscriberID] == nil, let probe, let text = try row.decode(String?.self, at: 9) {
+            if subscriberID != currentID {
+                store()
+                currentID = subscriberID
+                current = loaded.removeValue(forKey: subscriberID)
+            }
+            if current == nil, let probe, let text = try row.decode(String?.self, at: 9) {
                 // A cached state that cannot be read is as good as none: read the ledger.
                 guard let state = SubscriberStateCache.decode(text, at: probe.now) else {
                     unreadable.append(subscriberID)
@@ -142,18 +156,18 @@ enum SubscriberSnapshots {
                 }
                 var cached = LoadedLedger.empty(subscriberID)
                 cached.cachedState = state
-                loaded[subscriberID] = cached
+                current = cached
                 continue
             }
-            if loaded[subscriberID] == nil, let start = held.removeValue(forKey: subscriberID) {
+            if current == nil, let start = held.removeValue(forKey: subscriberID) {
                 guard try row.decode(Int64?.self, at: 10) ?? 0 >= start.version else {
                     shorter.insert(subscriberID)
                     unreadable.append(subscriberID)
                     continue
                 }
-                loaded[subscriberID] = start
+                current = start
             }
-            if loaded[subscriberID] == nil {
+            if current == nil {
                 let snapshotVersion = try row.decode(Int64.self, at: 1)
                 var start = LoadedLedger.empty(subscriberID)
                 if snapshotVersion > 0 {
@@ -167,12 +181,13 @@ enum SubscriberSnapshots {
                     }
                     start = LoadedLedger(ledger: ledger, version: snapshotVersion, snapshotVersion: snapshotVersion)
                 }
-                loaded[subscriberID] = start
+                current = start
             }
-            guard let version = try row.decode(Int64?.self, at: 4), loaded[subscriberID] != nil else { continue }
-            loaded[subscriberID]!.ledger.apply(try recorded(row, from: 3))
-            loaded[subscriberID]!.version = version
+            guard let version = try row.decode(Int64?.self, at: 4), current != nil else { continue }
+            current!.ledger.apply(try recorded(row, from: 3))
+            current!.version = version
         }
+        store()
         for subscriberID in Set(unreadable) {
             loaded[subscriberID] = try await loadWithoutSnapshot(subscriberID, on: connection)
             loaded[subscriberID]!.supersedesHeld = shorter.contains(subscriberID)

@@ -32,9 +32,9 @@ struct BatchWork {
     /// Reads every stream the batch names (each a snapshot and the tail of
     /// its stream, all in one query) and the owners of its transactions.
     static func load(_ batch: WriteBatch, writer: LedgerWriter, on connection: Connection) async throws -> BatchWork {
-        var ids = Set<String>()
+        var ids = Set<String>(minimumCapacity: batch.commands.count * 2)
         var subscribers = [String]()
-        var seen = Set<String>()
+        var seen = Set<String>(minimumCapacity: batch.commands.count)
         for command in batch.commands {
             ids.formUnion(command.referencedTransactionIDs)
             if seen.insert(command.subscriberID).inserted { subscribers.append(command.subscriberID) }
@@ -56,6 +56,8 @@ struct BatchWork {
         let ledgers = subscribers.map { loaded[$0] ?? .empty($0) }
         let head = readsHead ? try EventStore.headPosition(from: outputs[outputs.count - 1]) : ledgers.map(\.ledger.lastPosition).max() ?? 0
         var work = BatchWork(owners: owners, nextPosition: head + 1, commands: batch.commands.count)
+        work.streams.reserveCapacity(ledgers.count)
+        work.order.reserveCapacity(ledgers.count)
         work.commandSubscribers = batch.commands.map(\.subscriberID)
         for ledger in ledgers { work.add(ledger) }
         return work
