@@ -11,7 +11,7 @@ public struct NewEvent: Sendable {
     /// Events with the same key are stored once, across all streams.
     public var idempotencyKey: String?
 
-    public init(id: UUID = UUID(), type: String, schemaVersion: Int = 1, data: Data,
+    public init(id: UUID = EventIDs.next(), type: String, schemaVersion: Int = 1, data: Data,
                 metadata: EventMetadata = EventMetadata(), idempotencyKey: String? = nil) {
         self.id = id
         self.type = type
