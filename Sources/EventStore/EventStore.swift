@@ -280,8 +280,10 @@ public enum JSONText {
         return out
     }
 
-    /// Appends the JSON string literal of `value` to `out`. Most values
-    /// (ids, keys, types) need no escape and are appended whole.
+    /// Appends the JSON string literal of `value` to `out`. Values that need
+    /// no escape are appended whole; the others (every store key holds a
+    /// U+001F separator) byte by byte: UTF-8 never uses a byte below 0x80
+    /// inside a longer character, so escaping bytes escapes characters.
     public static func appendString(_ value: String, to out: inout String) {
         out += "\""
         if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
@@ -289,18 +291,34 @@ public enum JSONText {
             out += "\""
             return
         }
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(value.utf8.count + 16)
+        let hex: StaticString = "0123456789abcdef"
+        for byte in value.utf8 {
+            let escape: UInt8
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): escape = byte
+            case 0x0A: escape = UInt8(ascii: "n")
+            case 0x0D: escape = UInt8(ascii: "r")
+            case 0x09: escape = UInt8(ascii: "t")
+            case ..<0x20:
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(UInt8(ascii: "u"))
+                bytes.append(UInt8(ascii: "0"))
+                bytes.append(UInt8(ascii: "0"))
+                hex.withUTF8Buffer { digits in
+                    bytes.append(digits[Int(byte >> 4)])
+                    bytes.append(digits[Int(byte & 0x0F)])
+                }
+                continue
+            default:
+                bytes.append(byte)
+                continue
             }
+            bytes.append(UInt8(ascii: "\\"))
+            bytes.append(escape)
         }
+        out += String(decoding: bytes, as: UTF8.self)
         out += "\""
     }
 
