@@ -99,7 +99,43 @@ public enum RFC3339 {
     static let firstInstantOfYear10000 = Int64(CivilDate.daysFromCivil(year: 10_000, month: 1, day: 1)) * 86_400
 
     /// Formats as UTC: `2024-01-31T12:00:00Z` or `2024-01-31T12:00:00.250Z`.
+    ///
+    /// Years 0 to 9999 (every instant the ledger accepts) are written
+    /// digit by digit into the string's own storage: a state or an event
+    /// holds a dozen instants, and joining a dozen small strings for each
+    /// was 2% of a read. Other years go through `formatByParts`, which
+    /// writes what this always wrote for them.
     public static func format(_ date: Date) -> String {
+        let totalMilliseconds = milliseconds(of: date)
+        let (seconds, millisecond) = floorDivision(totalMilliseconds, 1000)
+        let (days, secondOfDay) = floorDivision(seconds, 86_400)
+        let civil = CivilDate.civilFromDays(Int(days))
+        guard (0...9999).contains(civil.year) else { return formatByParts(date) }
+        let hour = Int(secondOfDay / 3600), minute = Int(secondOfDay % 3600 / 60), second = Int(secondOfDay % 60)
+        return String(unsafeUninitializedCapacity: 24) { buffer in
+            var index = 0
+            func digits(_ value: Int, _ width: Int) {
+                var value = value
+                for position in stride(from: index + width - 1, through: index, by: -1) {
+                    buffer[position] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+                index += width
+            }
+            func byte(_ character: Unicode.Scalar) {
+                buffer[index] = UInt8(ascii: character)
+                index += 1
+            }
+            digits(civil.year, 4); byte("-"); digits(civil.month, 2); byte("-"); digits(civil.day, 2)
+            byte("T"); digits(hour, 2); byte(":"); digits(minute, 2); byte(":"); digits(second, 2)
+            if millisecond != 0 { byte("."); digits(Int(millisecond), 3) }
+            byte("Z")
+            return index
+        }
+    }
+
+    /// `format` by joining padded parts: any year.
+    static func formatByParts(_ date: Date) -> String {
         let totalMilliseconds = milliseconds(of: date)
         let (seconds, millisecond) = floorDivision(totalMilliseconds, 1000)
         let (days, secondOfDay) = floorDivision(seconds, 86_400)

@@ -182,4 +182,25 @@ struct InstantLimitTests {
         try world.send(.expiry(.init(.subscription(originalTransactionID: "a1", end: date("2030-01-01T00:00:00Z")))), to: "u", now: now)
         #expect(world.history("u").count == 2)
     }
+
+    /// `format`'s digit-by-digit path writes what joining padded parts
+    /// writes, for instants across the years 0 to 9999 (with and without
+    /// milliseconds) and on both sides of them, where it hands over.
+    @Test func formattingDigitByDigitWritesWhatThePartsWrite() {
+        var random = SplitMix64(seed: 3339)
+        let yearZero = Double(CivilDate.daysFromCivil(year: 0, month: 1, day: 1)) * 86_400
+        let year10000 = Double(RFC3339.firstInstantOfYear10000)
+        var dates = [Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: yearZero),
+                     Date(timeIntervalSince1970: yearZero - 0.001), Date(timeIntervalSince1970: year10000 - 0.001),
+                     Date(timeIntervalSince1970: year10000), InputLimits.latestInstant]
+        for _ in 0..<20_000 {
+            let seconds = Double.random(in: (yearZero - 86_400 * 800)...(year10000 + 86_400 * 800), using: &random)
+            let milliseconds = Bool.random(using: &random) ? seconds.rounded(.down) : (seconds * 1000).rounded() / 1000
+            dates.append(Date(timeIntervalSince1970: milliseconds))
+        }
+        for date in dates {
+            #expect(RFC3339.format(date) == RFC3339.formatByParts(date), "\(date.timeIntervalSince1970)")
+        }
+    }
 }
+
