@@ -282,7 +282,8 @@ public enum JSONText {
 
     /// Appends the JSON string literal of `value` to `out`. Values that need
     /// no escape are appended whole; the others (every store key holds a
-    /// U+001F separator) byte by byte: UTF-8 never uses a byte below 0x80
+    /// U+001F separator) byte by byte, `"` and `\` after a backslash and
+    /// control characters as `\u00XX`: UTF-8 never uses a byte below 0x80
     /// inside a longer character, so escaping bytes escapes characters.
     public static func appendString(_ value: String, to out: inout String) {
         out += "\""
@@ -295,28 +296,16 @@ public enum JSONText {
         bytes.reserveCapacity(value.utf8.count + 16)
         let hex: StaticString = "0123456789abcdef"
         for byte in value.utf8 {
-            let escape: UInt8
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): escape = byte
-            case 0x0A: escape = UInt8(ascii: "n")
-            case 0x0D: escape = UInt8(ascii: "r")
-            case 0x09: escape = UInt8(ascii: "t")
-            case ..<0x20:
-                bytes.append(UInt8(ascii: "\\"))
-                bytes.append(UInt8(ascii: "u"))
-                bytes.append(UInt8(ascii: "0"))
-                bytes.append(UInt8(ascii: "0"))
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                bytes += [UInt8(ascii: "\\"), byte]
+            } else if byte < 0x20 {
                 hex.withUTF8Buffer { digits in
-                    bytes.append(digits[Int(byte >> 4)])
-                    bytes.append(digits[Int(byte & 0x0F)])
+                    bytes += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                              digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
                 }
-                continue
-            default:
+            } else {
                 bytes.append(byte)
-                continue
             }
-            bytes.append(UInt8(ascii: "\\"))
-            bytes.append(escape)
         }
         out += String(decoding: bytes, as: UTF8.self)
         out += "\""
