@@ -13,23 +13,19 @@ extension LedgerEvent {
     /// The event's data as a JSON object (the payload; type and version are
     /// stored beside it).
     public func encodedData() throws -> Data {
+        // Only the types without a hand-written encoding build an encoder.
+        func encoded(_ payload: some Encodable) throws -> Data { try LedgerJSON.makeEncoder().encode(payload) }
         switch self {
         case .purchased(let fact), .renewed(let fact), .restored(let fact): return fact.storedJSON()
-        case .unknown(_, _, let data): return data
-        default: break
-        }
-        let encoder = LedgerJSON.makeEncoder()
-        switch self {
-        case .purchased(let fact), .renewed(let fact), .restored(let fact): return fact.storedJSON()
-        case .refunded(let refund): return try encoder.encode(refund)
-        case .refundReversed(let reversal): return try encoder.encode(reversal)
-        case .renewalExtended(let renewalExtension): return try encoder.encode(renewalExtension)
-        case .expired(let expiry): return try encoder.encode(expiry)
-        case .autoRenewChanged(let change): return try encoder.encode(change)
-        case .billingIssue(let issue): return try encoder.encode(issue)
-        case .transferredOut(let transfer), .transferredIn(let transfer): return try encoder.encode(transfer)
-        case .deviceSeen(let device): return try encoder.encode(device)
-        case .reminderSent(let delivery), .reminderFailed(let delivery): return try encoder.encode(delivery)
+        case .refunded(let refund): return try encoded(refund)
+        case .refundReversed(let reversal): return try encoded(reversal)
+        case .renewalExtended(let renewalExtension): return try encoded(renewalExtension)
+        case .expired(let expiry): return try encoded(expiry)
+        case .autoRenewChanged(let change): return try encoded(change)
+        case .billingIssue(let issue): return try encoded(issue)
+        case .transferredOut(let transfer), .transferredIn(let transfer): return try encoded(transfer)
+        case .deviceSeen(let device): return try encoded(device)
+        case .reminderSent(let delivery), .reminderFailed(let delivery): return try encoded(delivery)
         case .unknown(_, _, let data): return data
         }
     }

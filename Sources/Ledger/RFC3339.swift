@@ -106,12 +106,8 @@ public enum RFC3339 {
     /// was 2% of a read. Other years go through `formatByParts`, which
     /// writes what this always wrote for them.
     public static func format(_ date: Date) -> String {
-        let totalMilliseconds = milliseconds(of: date)
-        let (seconds, millisecond) = floorDivision(totalMilliseconds, 1000)
-        let (days, secondOfDay) = floorDivision(seconds, 86_400)
-        let civil = CivilDate.civilFromDays(Int(days))
-        guard (0...9999).contains(civil.year) else { return formatByParts(date) }
-        let hour = Int(secondOfDay / 3600), minute = Int(secondOfDay % 3600 / 60), second = Int(secondOfDay % 60)
+        let parts = Parts(date)
+        guard (0...9999).contains(parts.civil.year) else { return formatByParts(date) }
         return String(unsafeUninitializedCapacity: 24) { buffer in
             var index = 0
             func digits(_ value: Int, _ width: Int) {
@@ -126,9 +122,9 @@ public enum RFC3339 {
                 buffer[index] = UInt8(ascii: character)
                 index += 1
             }
-            digits(civil.year, 4); byte("-"); digits(civil.month, 2); byte("-"); digits(civil.day, 2)
-            byte("T"); digits(hour, 2); byte(":"); digits(minute, 2); byte(":"); digits(second, 2)
-            if millisecond != 0 { byte("."); digits(Int(millisecond), 3) }
+            digits(parts.civil.year, 4); byte("-"); digits(parts.civil.month, 2); byte("-"); digits(parts.civil.day, 2)
+            byte("T"); digits(parts.hour, 2); byte(":"); digits(parts.minute, 2); byte(":"); digits(parts.second, 2)
+            if parts.millisecond != 0 { byte("."); digits(parts.millisecond, 3) }
             byte("Z")
             return index
         }
@@ -136,15 +132,25 @@ public enum RFC3339 {
 
     /// `format` by joining padded parts: any year.
     static func formatByParts(_ date: Date) -> String {
-        let totalMilliseconds = milliseconds(of: date)
-        let (seconds, millisecond) = floorDivision(totalMilliseconds, 1000)
-        let (days, secondOfDay) = floorDivision(seconds, 86_400)
-        let civil = CivilDate.civilFromDays(Int(days))
-        let hour = Int(secondOfDay / 3600), minute = Int(secondOfDay % 3600 / 60), second = Int(secondOfDay % 60)
-        var text = pad(civil.year, 4) + "-" + pad(civil.month, 2) + "-" + pad(civil.day, 2)
-        text += "T" + pad(hour, 2) + ":" + pad(minute, 2) + ":" + pad(second, 2)
-        if millisecond != 0 { text += "." + pad(Int(millisecond), 3) }
+        let parts = Parts(date)
+        var text = pad(parts.civil.year, 4) + "-" + pad(parts.civil.month, 2) + "-" + pad(parts.civil.day, 2)
+        text += "T" + pad(parts.hour, 2) + ":" + pad(parts.minute, 2) + ":" + pad(parts.second, 2)
+        if parts.millisecond != 0 { text += "." + pad(parts.millisecond, 3) }
         return text + "Z"
+    }
+
+    /// The UTC calendar fields `format` writes.
+    private struct Parts {
+        var civil: (year: Int, month: Int, day: Int)
+        var hour: Int, minute: Int, second: Int, millisecond: Int
+
+        init(_ date: Date) {
+            let (seconds, millisecond) = floorDivision(milliseconds(of: date), 1000)
+            let (days, secondOfDay) = floorDivision(seconds, 86_400)
+            civil = CivilDate.civilFromDays(Int(days))
+            (hour, minute, second) = (Int(secondOfDay / 3600), Int(secondOfDay % 3600 / 60), Int(secondOfDay % 60))
+            self.millisecond = Int(millisecond)
+        }
     }
 
     /// The instant in whole milliseconds since 1970, as `format` writes it.

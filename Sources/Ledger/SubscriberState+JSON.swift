@@ -120,6 +120,13 @@ public struct JSONBytes: Sendable {
     public mutating func string(_ key: StaticString, _ value: String) {
         self.key(key)
         bytes.append(UInt8(ascii: "\""))
+        // Most values (ids, names, environments) need no escape: appended whole.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            bytes.append(contentsOf: value.utf8)
+            bytes.append(UInt8(ascii: "\""))
+            needsComma = true
+            return
+        }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), byte])
