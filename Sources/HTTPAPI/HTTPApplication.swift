@@ -20,7 +20,7 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     var writer = LedgerWriter(dependencies)
     writer.claimObserver = appStore.claimObserver
     // Concurrent requests for different subscribers share a commit.
-    writer.combiner = WriteCombiner()
+    writer.combiner = dependencies.writeCombiner
     // Concurrent reads of current states share a round trip.
     var reader = SubscriberReader(dependencies)
     reader.combiner = ReadCombiner()

@@ -16,9 +16,24 @@ extension Bench {
         var p99: Duration
     }
 
+    /// How the service combined the ingest phase's writes, and where a
+    /// group's time went.
+    static func describe(_ statistics: WriteCombiner.Statistics) -> String {
+        guard statistics.groups > 0 else { return "POST: no write groups" }
+        func mean(_ sum: Duration, _ count: Int) -> String {
+            String(format: "%.2f", sum.milliseconds / Double(max(count, 1)))
+        }
+        let committed = statistics.groupsCommitted
+        return "POST: \(statistics.groups) write groups of \(String(format: "%.1f", Double(statistics.commands) / Double(statistics.groups))) "
+            + "requests (largest \(statistics.largestGroup), \(statistics.writtenAlone) written alone); a request queued "
+            + "\(mean(statistics.queued, statistics.commands)) ms for its group; a group read \(mean(statistics.phases.read, committed)) ms, "
+            + "decided \(mean(statistics.phases.decide, committed)) ms, committed \(mean(statistics.phases.commit, committed)) ms"
+    }
+
     /// Ingest (`POST …/events`, a new purchase for a new subscriber each) and
     /// reads (`GET /v1/subscribers/{id}` of those 1-event subscribers).
-    func measureHTTP(conninfo: String, duration: Duration, logger: Logger) async throws -> (ingest: HTTPFigures, read: HTTPFigures) {
+    func measureHTTP(conninfo: String, duration: Duration, logger: Logger) async throws
+        -> (ingest: HTTPFigures, read: HTTPFigures, writes: WriteCombiner.Statistics) {
         var configuration = SubledgerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = Int.random(in: 30_000...60_000)
@@ -45,6 +60,7 @@ extension Bench {
                 "POST", "/v1/subscribers/bench-\(writer)-\(count)/events", headers: postHeaders, body: body))
             guard response.status == 201 else { throw BenchFailure(description: "POST answered \(response.status)") }
         }
+        let writes = await dependencies.writeCombiner.statistics
         let (read, _) = try await latencies("HTTP GET /v1/subscribers/{id}, \(writers) connections", port: port, duration: duration) {
             connection, writer, count in
             let made = written[writer]
@@ -53,7 +69,7 @@ extension Bench {
                 "GET", "/v1/subscribers/bench-\(writer)-\(count % made)", headers: headers))
             guard response.status == 200 else { throw BenchFailure(description: "GET answered \(response.status)") }
         }
-        return (ingest, read)
+        return (ingest, read, writes)
     }
 
     /// Waits (up to 10 s) until the service answers `GET /health` with 200.

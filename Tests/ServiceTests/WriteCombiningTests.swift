@@ -76,6 +76,13 @@ struct WriteCombiningTests {
         let statistics = await combiner.statistics
         #expect(statistics.largestGroup > 10, "the queued requests were combined: \(statistics)")
         #expect(statistics.writtenAlone == 0)
+        // The time figures count what happened: every group committed, and
+        // the requests held behind the first one (at the gate for 300 ms)
+        // waited for their group far longer than any group's own work took.
+        #expect(statistics.groupsCommitted == statistics.groups)
+        #expect(statistics.queued > .milliseconds(100), "the held requests' wait was counted: \(statistics)")
+        #expect(statistics.phases.read > .zero && statistics.phases.decide > .zero && statistics.phases.commit > .zero,
+                "\(statistics.phases)")
 
         guard case .failure(let refusal) = answers["unknown"] else {
             Issue.record("the refund of an unknown transaction was accepted: \(String(describing: answers["unknown"]))")

@@ -26,6 +26,9 @@ public struct AppDependencies: Sendable {
     /// Long ledgers kept in memory between requests, shared by the writers
     /// and readers built from these dependencies.
     public var ledgers = LedgerCache()
+    /// Combines the router's concurrent one-fact writes into shared commits;
+    /// its statistics say how (the benchmark prints them).
+    public var writeCombiner = WriteCombiner()
 
     public init(configuration: SubledgerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
                 metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),

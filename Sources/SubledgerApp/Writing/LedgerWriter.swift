@@ -156,8 +156,13 @@ public struct LedgerWriter: Sendable {
     /// pipelined as one implicit transaction), and a snapshot save after it
     /// when one is due.
     private func attemptWrite(_ batch: WriteBatch, on connection: Connection) async throws -> (WriteBatchResult, [OwnershipClaim]) {
+        let clock = ContinuousClock()
+        var phases = WritePhases()
+        var started = clock.now
         var work = try await BatchWork.load(batch, writer: self, on: connection)
+        phases.read = clock.now - started
         if let afterRead { try await afterRead(batch.commands.map(\.subscriberID)) }
+        started = clock.now
         let now = self.now()
         for (index, command) in batch.commands.enumerated() {
             let decision: Decision
@@ -180,9 +185,13 @@ public struct LedgerWriter: Sendable {
             work.apply(decision, of: index, for: command.subscriberID, now: now)
         }
         let appends = try work.appends(sources: batch.commands.map(\.source))
+        phases.decide = clock.now - started
         guard !appends.isEmpty || batch.alongside != nil else {
-            return (await settle(&work, appends: [], results: [], now: now, on: connection), [])
+            var result = await settle(&work, appends: [], results: [], now: now, on: connection)
+            result.phases = phases
+            return (result, [])
         }
+        started = clock.now
         let claims = work.claims
         let ownership = OwnershipStore.statements(claims: claims, transactions: work.transactionRows)
         let results: [StreamAppendResult]
@@ -202,7 +211,10 @@ public struct LedgerWriter: Sendable {
         } catch let error as PostgresError where error.sqlState == OwnershipStore.ownershipChanged {
             throw OwnershipChanged()
         }
-        return (await settle(&work, appends: appends, results: results, now: now, on: connection), claims)
+        phases.commit = clock.now - started
+        var result = await settle(&work, appends: appends, results: results, now: now, on: connection)
+        result.phases = phases
+        return (result, claims)
     }
 
     /// The result of a batch after its commit (or of one that wrote nothing):

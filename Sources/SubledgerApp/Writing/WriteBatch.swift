@@ -84,9 +84,30 @@ public struct WriteBatchResult: Sendable {
     /// Each touched subscriber's ledger after the commit; absent for a
     /// subscriber a concurrent writer also wrote to (read it again).
     var ledgers: [String: SubscriberLedger]
+    /// How long the attempt that committed took in each phase.
+    var phases = WritePhases()
 
     /// Whether the ledger of `subscriberID` after the write is known without reading it again.
     func knowsLedger(of subscriberID: String) -> Bool { ledgers[subscriberID] != nil }
+}
+
+/// Where the time of one write attempt went, on its leased connection.
+public struct WritePhases: Sendable, Equatable {
+    /// Reading the ledgers and owners the batch needs (one round trip).
+    public var read = Duration.zero
+    /// Deciding every command in memory (reading a transfer's previous
+    /// owner when one is named) and encoding the new events.
+    public var decide = Duration.zero
+    /// Appending with the ownership rows, up to the acknowledged commit.
+    public var commit = Duration.zero
+
+    public init() {}
+
+    static func += (sum: inout WritePhases, phases: WritePhases) {
+        sum.read += phases.read
+        sum.decide += phases.decide
+        sum.commit += phases.commit
+    }
 }
 
 /// What recording one fact did (`POST /v1/subscribers/{id}/events`).

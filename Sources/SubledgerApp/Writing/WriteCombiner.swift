@@ -36,11 +36,18 @@ public actor WriteCombiner {
         public var writtenAlone = 0
         /// Groups that failed on one stream's expected version and went on without it.
         public var conflictsSplitOff = 0
+        /// Groups that committed together (each command of the others was written alone).
+        public var groupsCommitted = 0
+        /// The phases of those groups' committing attempts, summed.
+        public var phases = WritePhases()
+        /// How long commands waited for their group to start, summed.
+        public var queued = Duration.zero
     }
     public private(set) var statistics = Statistics()
 
     private struct Waiting {
         var command: WriteCommand
+        var arrived = ContinuousClock.now
         var continuation: CheckedContinuation<WriteBatchResult, Error>
     }
     private var queue: [Waiting] = []
@@ -75,6 +82,12 @@ public actor WriteCombiner {
                 }
             }
             guard !group.isEmpty else { return }
+            let now = ContinuousClock.now
+            for waiting in group {
+                let waited = now - waiting.arrived
+                statistics.queued += waited
+                Self.queuedDurations.record(duration: waited)
+            }
             queue = rest
             busy.formUnion(taken)
             inFlight += 1
@@ -94,6 +107,11 @@ public actor WriteCombiner {
                 let started = ContinuousClock.now
                 let result = try await writer.attemptWrite(WriteBatch(group.map(\.command), refusals: .skip))
                 Self.groupDurations.record(duration: ContinuousClock.now - started)
+                statistics.groupsCommitted += 1
+                statistics.phases += result.phases
+                Self.readDurations.record(duration: result.phases.read)
+                Self.decideDurations.record(duration: result.phases.decide)
+                Self.commitDurations.record(duration: result.phases.commit)
                 for (index, waiting) in group.enumerated() {
                     let subscriberID = waiting.command.subscriberID
                     waiting.continuation.resume(returning: WriteBatchResult(
@@ -140,4 +158,12 @@ public actor WriteCombiner {
 
     static let groupSizes = Recorder(label: "subledger_write_group_size", aggregate: true)
     static let groupDurations = Metrics.Timer(label: "subledger_write_group_duration_seconds", preferredDisplayUnit: .seconds)
+    static let queuedDurations = Metrics.Timer(label: "subledger_write_queued_duration_seconds", preferredDisplayUnit: .seconds)
+    static let readDurations = phaseTimer("read")
+    static let decideDurations = phaseTimer("decide")
+    static let commitDurations = phaseTimer("commit")
+
+    private static func phaseTimer(_ phase: String) -> Metrics.Timer {
+        Metrics.Timer(label: "subledger_write_group_phase_duration_seconds", dimensions: [("phase", phase)], preferredDisplayUnit: .seconds)
+    }
 }
