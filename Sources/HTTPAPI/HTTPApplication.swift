@@ -12,7 +12,7 @@ import SubledgerApp
 public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it counts the status the client gets, after error mapping.
-    router.add(middleware: MetricsMiddleware())
+    router.add(middleware: RequestMetricsMiddleware())
     router.add(middleware: ErrorMiddleware(logger: dependencies.logger))
     router.add(middleware: BodyLimitMiddleware(maximumBodySize: dependencies.configuration.maximumBodySize))
     let keys = dependencies.configuration.apiKeys
