@@ -1,6 +1,6 @@
 import CoreMetrics
 import Foundation
-import HTTPAPI
+@testable import HTTPAPI
 import Hummingbird
 import HummingbirdTesting
 import Prometheus
@@ -34,31 +34,30 @@ enum SharedMetrics {
     }
 
     /// An answered request is counted and timed under its route, method and
-    /// status, and is no longer active once answered. (The middleware records
-    /// when the handler returns, so the response body stays one buffer.)
+    /// status, and is no longer active once answered; a thrown error is
+    /// counted as an error. (The middleware records when the handler
+    /// returns, so a response body stays one buffer.) A registry of its own:
+    /// the shared one counts the requests of every test running meanwhile.
     @Test func anAnsweredRequestIsCountedAndTimed() async throws {
-        let registry = SharedMetrics.registry
-        func sample(_ prefix: String) -> Double {
-            let text = String(decoding: registry.emitToBuffer(), as: UTF8.self)
-            return text.split(separator: "\n")
-                .filter { $0.hasPrefix(prefix) && $0.contains("\"/v1/subscribers/{subscriberId}\"") && $0.contains("\"GET\"")
-                    && $0.contains("\"200\"") }
-                .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
-                .reduce(0, +)
-        }
-        let counted = sample("hb_requests{"), timed = sample("http_server_request_duration_count{")
-        try await withApp { client, _ in
-            let recorded = try await client.post("/v1/subscribers/metrics-timed/events", purchaseJSON("metrics-timed-1"))
-            #expect(recorded.status == .created)
-            for _ in 0..<3 {
-                let read = try await client.get("/v1/subscribers/metrics-timed")
-                #expect(read.status == .ok)
+        let registry = PrometheusCollectorRegistry()
+        let router = Router(context: AppRequestContext.self)
+        router.add(middleware: RequestMetricsMiddleware(factory: PrometheusMetricsFactory(registry: registry)))
+        router.get("/things/:id") { _, _ in Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "{}"))) }
+        router.get("/broken") { _, _ -> Response in throw HTTPError(.conflict) }
+        try await Application(router: router).test(.router) { client in
+            for id in 0..<3 {
+                let response = try await client.execute(uri: "/things/\(id)", method: .get)
+                #expect(response.status == .ok)
             }
+            _ = try? await client.execute(uri: "/broken", method: .get)
         }
-        #expect(sample("hb_requests{") - counted == 3)
-        #expect(sample("http_server_request_duration_count{") - timed == 3)
-        let text = String(decoding: registry.emitToBuffer(), as: UTF8.self)
-        let active = text.split(separator: "\n").filter { $0.hasPrefix("http_server_active_requests{") }
-        #expect(!active.isEmpty && active.allSatisfy { $0.hasSuffix(" 0") || $0.hasSuffix(" 0.0") }, "\(active)")
+        let lines = String(decoding: registry.emitToBuffer(), as: UTF8.self).split(separator: "\n")
+        func value(_ prefix: String, _ labels: String...) -> Double? {
+            lines.first { $0.hasPrefix(prefix) && labels.allSatisfy($0.contains) }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        }
+        #expect(value("hb_requests{", #""/things/{id}""#, #""GET""#, #""200""#) == 3, "\(lines)")
+        #expect(value("http_server_request_duration_count{", #""/things/{id}""#, #""GET""#, #""200""#) == 3, "\(lines)")
+        #expect(value("hb_request_errors{", #""/broken""#, #""409""#) == 1, "\(lines)")
+        #expect(value("http_server_active_requests{", #""GET""#) == 0, "\(lines)")
     }
 }

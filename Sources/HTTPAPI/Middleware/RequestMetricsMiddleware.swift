@@ -20,7 +20,12 @@ import Synchronization
 struct RequestMetricsMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
 
-    private let metrics = RequestMetrics()
+    private let metrics: RequestMetrics
+
+    /// `factory`: where the metrics go (tests pass a registry of their own).
+    init(factory: any MetricsFactory = MetricsSystem.factory) {
+        metrics = RequestMetrics(factory: factory)
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = DispatchTime.now().uptimeNanoseconds
@@ -58,23 +63,30 @@ private final class RequestMetrics: Sendable {
         let duration: Metrics.Timer
         let errors: Counter
 
-        init(_ key: Key) {
+        init(_ key: Key, factory: any MetricsFactory) {
             let dimensions = [("http.route", key.route), ("http.request.method", key.method.rawValue),
                               ("http.response.status_code", String(key.status.code))]
-            requests = Counter(label: "hb.requests", dimensions: dimensions)
-            duration = Metrics.Timer(label: "http.server.request.duration", dimensions: dimensions, preferredDisplayUnit: .seconds)
+            requests = Counter(label: "hb.requests", dimensions: dimensions, factory: factory)
+            duration = Metrics.Timer(label: "http.server.request.duration", dimensions: dimensions, preferredDisplayUnit: .seconds,
+                                     factory: factory)
             errors = Counter(label: "hb.request.errors", dimensions: [("http.route", key.route), ("http.request.method", key.method.rawValue),
-                                                                     ("error.type", String(key.status.code))])
+                                                                     ("error.type", String(key.status.code))],
+                             factory: factory)
         }
     }
 
+    private let factory: any MetricsFactory
     private let endpoints = Mutex<[Key: Endpoint]>([:])
     private let activeRequests = Mutex<[HTTPRequest.Method: Meter]>([:])
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+    }
 
     func endpoint(_ key: Key) -> Endpoint {
         endpoints.withLock { endpoints in
             if let endpoint = endpoints[key] { return endpoint }
-            let endpoint = Endpoint(key)
+            let endpoint = Endpoint(key, factory: factory)
             endpoints[key] = endpoint
             return endpoint
         }
@@ -83,7 +95,7 @@ private final class RequestMetrics: Sendable {
     func active(_ method: HTTPRequest.Method) -> Meter {
         activeRequests.withLock { meters in
             if let meter = meters[method] { return meter }
-            let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", method.rawValue)])
+            let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", method.rawValue)], factory: factory)
             meters[method] = meter
             return meter
         }
