@@ -11,10 +11,11 @@ import Synchronization
 ///
 /// Unlike that middleware it records when the handler returns its response
 /// instead of after the body is written. To time the write it wraps every
-/// body in a closure, and a closure body is written as three parts (head,
-/// body, end), each its own hop to the event loop and its own `write(2)`: a
-/// two-segment response the client has to read twice. Left a single
-/// buffer, a response is written whole, in one system call. Every response
+/// body in a closure, and a closure body is written part by part (head,
+/// body, end), each part its own hop to the event loop, the head and the
+/// body each their own `write(2)`: a two-segment response the client has to
+/// read twice. Left a single buffer, a response is written whole, in one
+/// system call. Every response
 /// of this service is a buffer built before it returns, so the time left
 /// out is NIO's queueing of the bytes, not the work of the request.
 struct RequestMetricsMiddleware: RouterMiddleware {
