@@ -98,8 +98,8 @@ enum SubscriberSnapshots {
         // without events after it, or the event right after it (a stream's
         // versions have no gaps). A window function numbering the rows did
         // the same at a cost: starting this plan is a large part of running
-        // it (a quarter of PostgreSQL's CPU in a profile of the bench's
-        // reads). Without the window and the sort of the DISTINCT, three
+        // it (starting plans, mostly this one's, was a quarter of
+        // PostgreSQL's CPU in a profile of the bench's reads). Without the window and the sort of the DISTINCT, three
         // alternating runs of the statement (pgbench, two clients, three
         // subscribers a run) averaged 30.7k runs/s instead of 26.4k.
         return """
