@@ -15,9 +15,9 @@ import Synchronization
 /// body, end), each part its own hop to the event loop, the head and the
 /// body each their own `write(2)`: a two-segment response the client has to
 /// read twice. Left a single buffer, a response is written whole, in one
-/// system call. Every response
-/// of this service is a buffer built before it returns, so the time left
-/// out is NIO's queueing of the bytes, not the work of the request.
+/// system call. Every response of this service is a buffer built before
+/// it returns, so the time left out is NIO's queueing of the bytes, not the
+/// work of the request.
 struct RequestMetricsMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
 

@@ -99,9 +99,10 @@ enum SubscriberSnapshots {
         // versions have no gaps). A window function numbering the rows did
         // the same at a cost: starting this plan is a large part of running
         // it (starting plans, mostly this one's, was a quarter of
-        // PostgreSQL's CPU in a profile of the bench's reads). Without the window and the sort of the DISTINCT, three
-        // alternating runs of the statement (pgbench, two clients, three
-        // subscribers a run) averaged 30.7k runs/s instead of 26.4k.
+        // PostgreSQL's CPU in a profile of the bench's reads). Without the
+        // window and the sort of the DISTINCT, three alternating runs of the
+        // statement (pgbench, two clients, three subscribers a run) averaged
+        // 30.7k runs/s instead of 26.4k.
         return """
             WITH ids AS (SELECT jsonb_array_elements_text(\(JSONArgument.strings(distinct))::jsonb) AS subscriber_id),
                  wanted AS (SELECT ids.subscriber_id, coalesce((\(known)::jsonb ->> ids.subscriber_id)::bigint, 0) AS known FROM ids)
