@@ -69,6 +69,12 @@ struct WriteCombiningTests {
                     return ("repeat", .failure(error))
                 }
             }
+            // Every other request queued (however late the machine starts
+            // them), then held there 300 ms more before the first group goes on.
+            let deadline = ContinuousClock.now + .seconds(60)
+            while await combiner.arrivedCount < 22, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             try await Task.sleep(for: .milliseconds(300))
             await gate.release()
             return try await group.reduce(into: [String: Result<WriteResult, LedgerError>]()) { $0[$1.0] = $1.1 }
@@ -77,7 +83,7 @@ struct WriteCombiningTests {
         #expect(statistics.largestGroup > 10, "the queued requests were combined: \(statistics)")
         #expect(statistics.writtenAlone == 0)
         // The time figures count what happened: every group committed, and
-        // the requests held behind the first one (at the gate for 300 ms)
+        // the requests held behind the first one (queued for 300 ms and more)
         // waited for their group far longer than any group's own work took.
         #expect(statistics.groupsCommitted == statistics.groups)
         #expect(statistics.queued > .milliseconds(100), "the held requests' wait was counted: \(statistics)")
@@ -140,6 +146,12 @@ struct WriteCombiningTests {
                 group.addTask { ("c\(index)", try await held.record(Self.purchase("ct\(index)"), subscriberID: "c\(index)")) }
             }
             group.addTask { ("contested", try await held.record(Self.purchase("mine-1"), subscriberID: "contested")) }
+            // Every other request queued (however late the machine starts
+            // them), then held there 300 ms more before the first group goes on.
+            let deadline = ContinuousClock.now + .seconds(60)
+            while await combiner.arrivedCount < 22, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             try await Task.sleep(for: .milliseconds(300))
             await gate.release()
             return try await group.reduce(into: [String: WriteResult]()) { $0[$1.0] = $1.1 }

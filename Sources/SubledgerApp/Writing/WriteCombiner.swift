@@ -51,6 +51,9 @@ public actor WriteCombiner {
         var continuation: CheckedContinuation<WriteBatchResult, Error>
     }
     private var queue: [Waiting] = []
+    /// Commands that arrived: those in groups and those waiting for one
+    /// (tests wait for every request to be queued).
+    var arrivedCount: Int { statistics.commands + queue.count }
     private var busy: Set<String> = []
     private var inFlight = 0
 
