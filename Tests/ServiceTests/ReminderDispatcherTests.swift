@@ -122,6 +122,35 @@ struct ReminderDispatcherTests {
         }
     }
 
+    /// What keeps dispatchers apart, made to happen every time: while another
+    /// claim's transaction holds some due reminders, a claim takes others at
+    /// once. (Without `SKIP LOCKED` it waits for the held ones and takes them
+    /// too once they are released, so both claims would deliver them; the
+    /// race above hits that window only now and then.)
+    @Test func aClaimTakesOtherRemindersThanTheOnesAnotherClaimHolds() async throws {
+        try await ReminderFixture.with { fixture in
+            for index in 0..<2 {
+                try await fixture.append("s\(index)", [ReminderFixture.pass("t\(index)", at: Date() - 86_400)])
+            }
+            try await fixture.project()
+            try await fixture.makeDue()
+            let deliveries = ReminderDeliveryStore(pool: fixture.dependencies.pool, store: fixture.dependencies.store)
+            let (held, claim, claimedWhileHeld) = try await fixture.dependencies.pool.withTransaction { connection in
+                let held = try await connection.query("""
+                    SELECT id FROM reminders WHERE status = 'pending' ORDER BY next_attempt_at, id LIMIT 2 FOR UPDATE
+                    """).map { try $0.decode(String.self, at: 0) }
+                let claim = Task {
+                    try await deliveries.claimDue(limit: 2, lease: .seconds(60), token: UUID()).map(\.reminder.id)
+                }
+                return (held, claim, try? await withDeadline(.seconds(30)) { try await claim.value })
+            }
+            let claimed = try await claim.value
+            #expect(held.count == 2)
+            #expect(claimedWhileHeld != nil, "the claim waited for the reminders another claim held")
+            #expect(claimed.count == 2 && Set(claimed).isDisjoint(with: held), "held \(held), claimed \(claimed)")
+        }
+    }
+
     @Test func aDeliveryThatNeverSucceedsIsFailedAfterTheLastAttemptAndVisibleToSupport() async throws {
         try await ReminderFixture.with { fixture in
             let receiver = WebhookReceiver(failuresPerID: 1000)
@@ -244,9 +273,11 @@ extension ReminderFixture {
         }
     }
 
-    /// Runs rounds until nothing is pending; returns how many reminders this one claimed.
+    /// Runs rounds until nothing is pending; returns how many reminders this
+    /// one claimed. The bound only ends a drain that never finishes: beside
+    /// every other suite on two cores, 60 deliveries have taken over 20 s.
     func drainDispatcher(_ dispatcher: ReminderDispatcher) async throws -> Int {
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(120)
         var claimed = 0
         while try await dependencies.pool.query("SELECT 1 FROM reminders WHERE status = 'pending' LIMIT 1").count > 0 {
             guard ContinuousClock.now < deadline else { throw ProjectionTimeout() }
