@@ -124,4 +124,33 @@ struct LedgerCacheTests {
         #expect(state.purchases.map(\.transactionID).sorted() == ["t0", "t1", "t2"])
         #expect(cache.ledgers(["restored"], use: .share)["restored"]?.version == 3)
     }
+
+    /// A ledger held in memory is read on from its version: the lookup sends
+    /// only the events appended since (here by another process), not the
+    /// stream again. (The ledger would absorb a repeated event, its key being
+    /// known, so a read that ignored the version held would answer the same
+    /// while fetching and decoding the whole history every time.)
+    @Test func aHeldLedgerIsReadOnFromItsVersion() async throws {
+        let (dependencies, cache, writer, _) = try await Self.cached(minimumVersion: 2)
+        defer { Task { await dependencies.pool.close() } }
+        var other = LedgerWriter(dependencies)
+        other.ledgerCache = nil
+        let start = date("2025-01-01T00:00:00Z")
+        func purchase(_ index: Int) -> FactRequest {
+            .purchase(.init(transactionID: "t\(index)", productID: "com.example.level2", purchaseDate: start + Double(index)))
+        }
+        for index in 0..<6 { _ = try await writer.record(purchase(index), subscriberID: "held") }
+        for index in 6..<8 { _ = try await other.record(purchase(index), subscriberID: "held") }
+        var held = cache.ledgers(["held"], use: .share)
+        #expect(held["held"]?.version == 6)
+
+        let loaded = try await dependencies.pool.withConnection { connection in
+            let rows = try await connection.query(SubscriberSnapshots.loadStatement(["held"], unlessCached: nil, held: held))
+            #expect(try rows.map { try $0.decode(Int64?.self, at: 4) } == [7, 8])
+            return try await SubscriberSnapshots.ledgers(from: rows, unlessCached: nil, held: &held, on: connection)
+        }
+        let events = try await dependencies.store.readStream(SubscriberStreams.streamID(for: "held"))
+        #expect(loaded["held"]?.version == 8)
+        #expect(loaded["held"]?.ledger == SubscriberLedger(subscriberID: "held", events: try events.map(SubscriberStreams.ledgerEvent)))
+    }
 }
