@@ -153,6 +153,46 @@ struct ConsumerTests {
         #expect(try await snapshot(store.pool) == ["a:3:6"])
     }
 
+    /// Two batches of one consumer at once take turns on its checkpoint row:
+    /// while the first is handling its events, the second waits instead of
+    /// handling the same ones, then finds nothing left. (The runner's advisory
+    /// lock keeps two runners from this; the row lock holds for any caller.)
+    @Test func twoBatchesOfOneConsumerAtOnceTakeTurns() async throws {
+        let (store, _) = try await makeStore()
+        try await CountingConsumer.createTables(on: store.pool)
+        let gate = HandlerGate()
+        let consumer = GatedConsumer(inner: CountingConsumer(), gate: gate)
+        /// Batches until one handles events: other suites' open transactions
+        /// can hold back what a consumer may see for a while.
+        @Sendable func firstNonEmptyBatch(of consumer: some EventConsumer) async throws -> Int {
+            let deadline = ContinuousClock.now + .seconds(120)
+            while ContinuousClock.now < deadline {
+                let handled = try await store.pool.withConnection { try await store.processBatch(consumer, limit: 10, on: $0) }
+                if handled > 0 { return handled }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return 0
+        }
+        // A first batch, so the checkpoint row exists (creating it makes a
+        // second creator wait too, lock or not).
+        _ = try await store.append(to: "a", events: [event(value: 1)])
+        #expect(try await firstNonEmptyBatch(of: CountingConsumer()) == 1)
+        _ = try await store.append(to: "a", events: [event(value: 2), event(value: 3)])
+        let first = Task { try await firstNonEmptyBatch(of: consumer) }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while await gate.entered < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let second = Task { try await store.pool.withConnection { try await store.processBatch(consumer, limit: 10, on: $0) } }
+        // Long enough for the second to reach the handler if nothing held it back.
+        try await Task.sleep(for: .milliseconds(500))
+        let enteredWhileFirstHeld = await gate.entered
+        await gate.open()
+        #expect(enteredWhileFirstHeld == 1, "the second batch handled events while the first held the checkpoint")
+        #expect(try await first.value == 2)
+        #expect(try await second.value == 0)
+        let applied = try await store.pool.query("SELECT count(*) FROM applied").first?.decode(Int.self, at: 0)
+        #expect(applied == 3)
+    }
+
     /// Waits for the consumer to have no lag. The bound only ends a consumer
     /// that never catches up; beside every other suite on two cores, catching
     /// up on a handful of events has taken over 20 s.

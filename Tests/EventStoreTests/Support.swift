@@ -53,6 +53,39 @@ struct CountingConsumer: EventConsumer {
     }
 }
 
+/// Holds every handler call until opened, counting the calls that came in.
+actor HandlerGate {
+    private(set) var entered = 0
+    private var isOpen = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func pass() async {
+        entered += 1
+        guard !isOpen else { return }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func open() {
+        isOpen = true
+        for continuation in waiting { continuation.resume() }
+        waiting = []
+    }
+}
+
+/// A consumer whose handler first passes `gate`.
+struct GatedConsumer: EventConsumer {
+    let inner: CountingConsumer
+    let gate: HandlerGate
+    var name: String { inner.name }
+
+    func handle(_ events: [RecordedEvent], on connection: Connection) async throws {
+        await gate.pass()
+        try await inner.handle(events, on: connection)
+    }
+
+    func reset(on connection: Connection) async throws { try await inner.reset(on: connection) }
+}
+
 struct InjectedFailure: Error {}
 
 actor FailureBudget {
