@@ -160,7 +160,7 @@ struct ConsumerTests {
     @Test func twoBatchesOfOneConsumerAtOnceTakeTurns() async throws {
         let (store, _) = try await makeStore()
         try await CountingConsumer.createTables(on: store.pool)
-        let gate = HandlerGate()
+        let gate = Gate()
         let consumer = GatedConsumer(inner: CountingConsumer(), gate: gate)
         /// Batches until one handles events: other suites' open transactions
         /// can hold back what a consumer may see for a while.
@@ -185,7 +185,7 @@ struct ConsumerTests {
         // Long enough for the second to reach the handler if nothing held it back.
         try await Task.sleep(for: .milliseconds(500))
         let enteredWhileFirstHeld = await gate.entered
-        await gate.open()
+        await gate.release()
         #expect(enteredWhileFirstHeld == 1, "the second batch handled events while the first held the checkpoint")
         #expect(try await first.value == 2)
         #expect(try await second.value == 0)

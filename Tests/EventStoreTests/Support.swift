@@ -3,11 +3,11 @@ import Foundation
 import Postgres
 import TestSupport
 
-/// A store on a fresh database.
-func makeStore(poolSize: Int = 24) async throws -> (EventStore, String) {
+/// A store on a fresh database, writing batches `batchAppend`'s way.
+func makeStore(poolSize: Int = 24, batchAppend: BatchAppend = .eventByEvent) async throws -> (EventStore, String) {
     let conninfo = try await TestDatabase.make()
     let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: poolSize, leaseTimeout: .seconds(30)))
-    return (EventStore(pool: pool), conninfo)
+    return (EventStore(pool: pool, batchAppend: batchAppend), conninfo)
 }
 
 func event(_ type: String = "happened", value: Int = 0, key: String? = nil) -> NewEvent {
@@ -53,29 +53,10 @@ struct CountingConsumer: EventConsumer {
     }
 }
 
-/// Holds every handler call until opened, counting the calls that came in.
-actor HandlerGate {
-    private(set) var entered = 0
-    private var isOpen = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    func pass() async {
-        entered += 1
-        guard !isOpen else { return }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-
-    func open() {
-        isOpen = true
-        for continuation in waiting { continuation.resume() }
-        waiting = []
-    }
-}
-
 /// A consumer whose handler first passes `gate`.
 struct GatedConsumer: EventConsumer {
     let inner: CountingConsumer
-    let gate: HandlerGate
+    let gate: Gate
     var name: String { inner.name }
 
     func handle(_ events: [RecordedEvent], on connection: Connection) async throws {

@@ -2,6 +2,7 @@ import EventStore
 import Foundation
 import Ledger
 import Postgres
+import TestSupport
 @testable import SubledgerApp
 import Testing
 
@@ -15,20 +16,16 @@ struct WriteCombiningTests {
         .purchase(.init(transactionID: transactionID, productID: productID, purchaseDate: bought))
     }
 
-    /// The combiner's writer, with every group held until `release` so the
-    /// requests of the test are combined for certain.
-    actor Gate {
-        private var waiting: [CheckedContinuation<Void, Never>] = []
-        private var open = false
-        func pass() async {
-            if open { return }
-            await withCheckedContinuation { waiting.append($0) }
+    /// Lets the first group on once `count` requests have reached the
+    /// combiner (however late the machine starts them), and 300 ms after
+    /// that, so the others have queued behind it for certain.
+    static func release(_ gate: Gate, onceQueued count: Int, at combiner: WriteCombiner) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while await combiner.arrivedCount < count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
         }
-        func release() {
-            open = true
-            for continuation in waiting { continuation.resume() }
-            waiting = []
-        }
+        try await Task.sleep(for: .milliseconds(300))
+        await gate.release()
     }
 
     /// Refusals stay with their own request: in a group of many, one refund
@@ -69,14 +66,7 @@ struct WriteCombiningTests {
                     return ("repeat", .failure(error))
                 }
             }
-            // Every other request queued (however late the machine starts
-            // them), then held there 300 ms more before the first group goes on.
-            let deadline = ContinuousClock.now + .seconds(60)
-            while await combiner.arrivedCount < 22, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            try await Task.sleep(for: .milliseconds(300))
-            await gate.release()
+            try await Self.release(gate, onceQueued: 22, at: combiner)
             return try await group.reduce(into: [String: Result<WriteResult, LedgerError>]()) { $0[$1.0] = $1.1 }
         }
         let statistics = await combiner.statistics
@@ -146,14 +136,7 @@ struct WriteCombiningTests {
                 group.addTask { ("c\(index)", try await held.record(Self.purchase("ct\(index)"), subscriberID: "c\(index)")) }
             }
             group.addTask { ("contested", try await held.record(Self.purchase("mine-1"), subscriberID: "contested")) }
-            // Every other request queued (however late the machine starts
-            // them), then held there 300 ms more before the first group goes on.
-            let deadline = ContinuousClock.now + .seconds(60)
-            while await combiner.arrivedCount < 22, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            try await Task.sleep(for: .milliseconds(300))
-            await gate.release()
+            try await Self.release(gate, onceQueued: 22, at: combiner)
             return try await group.reduce(into: [String: WriteResult]()) { $0[$1.0] = $1.1 }
         }
         let statistics = await combiner.statistics
