@@ -12,7 +12,7 @@ import Testing
 struct AppendTests {
     @Test(arguments: BatchAppend.both)
     func appendsAssignVersionsAndCheckTheExpectedOne(_ mode: BatchAppend) async throws {
-        let store = try await makeStore(mode)
+        let (store, _) = try await makeStore(batchAppend: mode)
         let first = try await store.append(to: "s", expected: .noStream, events: [event(value: 1), event(value: 2)])
         #expect(first.outcomes.map(\.streamVersion) == [1, 2])
         #expect(first.outcomes.allSatisfy { !$0.isDuplicate })
@@ -30,7 +30,7 @@ struct AppendTests {
 
     @Test(arguments: BatchAppend.both)
     func aLosingWriterBurnsNoPosition(_ mode: BatchAppend) async throws {
-        let store = try await makeStore(mode)
+        let (store, _) = try await makeStore(batchAppend: mode)
         let first = try await store.append(to: "s", events: [event()])
         for _ in 0..<5 {
             _ = try? await store.append(to: "s", expected: .exact(0), events: [event(), event()])
@@ -41,7 +41,7 @@ struct AppendTests {
 
     @Test(arguments: BatchAppend.both)
     func multiStreamAppendIsAllOrNothing(_ mode: BatchAppend) async throws {
-        let store = try await makeStore(mode)
+        let (store, _) = try await makeStore(batchAppend: mode)
         _ = try await store.append(to: "b", events: [event()])
         await #expect(throws: WrongExpectedVersion.self) {
             try await store.append([
@@ -61,7 +61,7 @@ struct AppendTests {
 
     @Test(arguments: BatchAppend.both)
     func aRepeatedKeyIsADuplicateEvenWithAStaleExpectedVersion(_ mode: BatchAppend) async throws {
-        let store = try await makeStore(mode)
+        let (store, _) = try await makeStore(batchAppend: mode)
         let first = try await store.append(to: "s", expected: .noStream, events: [event(key: "fact-1")])
         // The same request again: its expected version is stale now, but it is a retry, not a conflict.
         let again = try await store.append(to: "s", expected: .noStream, events: [event(key: "fact-1")])
@@ -82,7 +82,7 @@ struct AppendTests {
     /// per version, typed conflicts for the others, and no gaps.
     @Test(arguments: BatchAppend.both)
     func concurrentWritersGetOneWinnerPerVersion(_ mode: BatchAppend) async throws {
-        let store = try await makeStore(mode)
+        let (store, _) = try await makeStore(batchAppend: mode)
         // Round one: all expect an empty stream; exactly one may win.
         let outcomes = await withTaskGroup(of: Result<StreamAppendResult, Error>.self) { group in
             for writer in 0..<16 {
@@ -150,7 +150,7 @@ struct AppendTests {
 
     @Test(arguments: BatchAppend.both)
     func badDataIsRefusedAndStoresNothing(_ mode: BatchAppend) async throws {
-        let store = try await makeStore(mode)
+        let (store, _) = try await makeStore(batchAppend: mode)
         await #expect(throws: PostgresError.self) {
             try await store.append(to: "s", events: [NewEvent(type: "x", data: Data("not json".utf8))])
         }
@@ -160,13 +160,6 @@ struct AppendTests {
 
 extension BatchAppend {
     static let both: [BatchAppend] = [.eventByEvent, .setBased]
-}
-
-/// A store on a fresh database whose batches are written `mode`'s way.
-func makeStore(_ mode: BatchAppend) async throws -> EventStore {
-    var store = try await makeStore().0
-    store.batchAppend = mode
-    return store
 }
 
 actor Counter {
