@@ -116,6 +116,7 @@ extension AppStoreCommand {
             for fact in report.recorded { print("recorded: \(fact)") }
             print("already in the ledger: \(report.duplicates)")
             for rejected in report.rejected { print("refused: \(rejected.fact): \(rejected.code): \(rejected.message)") }
+            for original in report.unknownToAppStore { print("unknown to the App Store: \(original)") }
         }
     }
 

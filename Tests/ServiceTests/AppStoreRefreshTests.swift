@@ -59,6 +59,33 @@ struct AppStoreRefreshTests {
         }
     }
 
+    /// Apple not knowing one of the subscriber's originals (a fact recorded
+    /// by hand, or of another environment) is an answer about that one, not
+    /// a failure of Apple's: the others are refreshed and it is listed. It
+    /// used to fail the whole refresh with 502.
+    @Test func anOriginalAppleDoesNotKnowIsListedAndTheOthersAreRefreshed() async throws {
+        try await withAppStoreAPI { api in
+            for id in ["8700000000000021", "8700000000000031"] {
+                let bought = try await api.client.post("/v1/subscribers/alice/events", purchaseJSON(
+                    id, product: "com.example.pro.monthly", at: "2025-03-01T11:59:00Z", expires: "2025-04-01T11:59:00Z"))
+                #expect(bought.status == .created)
+            }
+            let renewed = productionTransaction("8700000000000032", original: "8700000000000031", purchase: "2025-04-01T11:59:00Z",
+                                                expires: "2025-05-01T11:59:00Z", subscriber: "alice")
+            // Asked in order of their ids: Apple knows the first not, the second so.
+            await api.fake.script(.subscriptionStatuses, [
+                .init(status: 404, body: #"{"errorCode": 4040010, "errorMessage": "Transaction id not found."}"#),
+                try Self.statuses(api, latest: renewed, autoRenew: true),
+            ])
+            let response = try await api.client.post("/v1/subscribers/alice/appstore/refresh", "", key: Keys.admin)
+            #expect(response.status == .ok, "\(response.text)")
+            #expect(response.json["originalTransactionIds"]?.array.map(\.string) == ["8700000000000021", "8700000000000031"])
+            #expect(response.json["unknownToAppStore"]?.array.map(\.string) == ["8700000000000021"])
+            #expect(response.json["recorded"]?.array.count == 1)
+            #expect(await api.fake.calls(.subscriptionStatuses).map(\.id) == ["8700000000000021", "8700000000000031"])
+        }
+    }
+
     @Test func aRevokedSubscriptionIsRecordedByRefresh() async throws {
         try await withAppStoreAPI { api in
             _ = try await api.client.post("/v1/subscribers/alice/events", purchaseJSON(

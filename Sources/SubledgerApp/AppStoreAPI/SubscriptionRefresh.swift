@@ -19,10 +19,15 @@ public struct RefreshReport: Sendable, Encodable {
     /// Facts Apple reported that the ledger already had.
     public var duplicates: Int
     public var rejected: [Rejected]
+    /// Original transactions Apple answered it does not know (404): facts
+    /// recorded by hand or by a test, or of another app or environment.
+    /// The others are still asked about and recorded.
+    public var unknownToAppStore: [String] = []
     public var subscriber: SubscriberState
 
     enum CodingKeys: String, CodingKey {
-        case subscriberID = "subscriberId", originalTransactionIDs = "originalTransactionIds", recorded, duplicates, rejected, subscriber
+        case subscriberID = "subscriberId", originalTransactionIDs = "originalTransactionIds", recorded, duplicates, rejected,
+             unknownToAppStore, subscriber
     }
 }
 
@@ -54,11 +59,19 @@ extension AppStoreIntegration {
             environments[fact.originalTransactionID] = fact.environment
         }
         var asked: [String] = []
+        var unknown: [String] = []
         var answered = Set<String>()
         var commands: [WriteCommand] = []
         for original in environments.keys.sorted() where !answered.contains(original) {
             asked.append(original)
-            let statuses = try await api.subscriptionStatuses(transactionID: original, environment: environments[original]!)
+            let statuses: [AppStoreAPIClient.SubscriptionStatus]
+            do {
+                statuses = try await api.subscriptionStatuses(transactionID: original, environment: environments[original]!)
+            } catch let error as AppStoreAPIError where error.kind == .notFound {
+                // An answer about this one, not a failure of Apple's: the rest are asked still.
+                unknown.append(original)
+                continue
+            }
             let owners = try await ownership.owners(of: Set(statuses.map(\.originalTransactionID)))
             for status in statuses where answered.insert(status.originalTransactionID).inserted {
                 let token = status.transaction.appAccountToken?.trimmingCharacters(in: .whitespaces).lowercased()
@@ -71,7 +84,7 @@ extension AppStoreIntegration {
             }
         }
         var report = RefreshReport(subscriberID: subscriberID, originalTransactionIDs: asked, recorded: [], duplicates: 0,
-                                   rejected: [], subscriber: state)
+                                   rejected: [], unknownToAppStore: unknown, subscriber: state)
         if !commands.isEmpty {
             let result = try await writer.write(WriteBatch(commands, refusals: .skip))
             for (command, outcome) in zip(commands, result.outcomes) {
