@@ -27,6 +27,8 @@ struct BatchWork {
     private var claimed: [String: String?] = [:]
     private var nextPosition: Int64
     private var commandSubscribers: [String] = []
+    /// Each subscriber's last command in the batch.
+    private var lastCommand: [String: Int] = [:]
     var outcomes: [WriteOutcome]
 
     /// Reads every stream the batch names (each a snapshot and the tail of
@@ -59,6 +61,8 @@ struct BatchWork {
         work.streams.reserveCapacity(ledgers.count)
         work.order.reserveCapacity(ledgers.count)
         work.commandSubscribers = batch.commands.map(\.subscriberID)
+        work.lastCommand.reserveCapacity(subscribers.count)
+        for (index, subscriberID) in work.commandSubscribers.enumerated() { work.lastCommand[subscriberID] = index }
         for ledger in ledgers { work.add(ledger) }
         return work
     }
@@ -104,10 +108,12 @@ struct BatchWork {
     }
 
     private mutating func append(_ events: [LedgerEvent], to subscriberID: String, command: Int, now: Date) {
-        // Applied in memory only for the commands after it: the last command's
+        // Applied in memory only for a later command of the same subscriber
+        // (a decision reads its own subscriber's ledger alone): otherwise the
         // events are never read back, and applying them would copy a ledger
-        // still shared with `read` (the whole history of a long one).
-        let isRead = command < outcomes.count - 1
+        // still shared with `read` (the whole history of a long one) — in an
+        // import's batch of a thousand subscribers, every one of them.
+        let isRead = command < lastCommand[subscriberID, default: -1]
         for event in events {
             let recorded = RecordedLedgerEvent(position: nextPosition, recordedAt: now, event: event)
             if isRead { streams[subscriberID]?.ledger.apply(recorded) }
