@@ -4,7 +4,9 @@ import Foundation
 import Postgres
 import Testing
 
-@Suite("Consumers")
+/// A broken consumer or dispatcher can loop forever instead of failing:
+/// the time limit turns that into a failure of the test that hung.
+@Suite("Consumers", .timeLimit(.minutes(5)))
 struct ConsumerTests {
     /// A takes its transaction id first, B appends and commits: the consumer
     /// must wait for A rather than pass it, then see both once A commits.

@@ -8,7 +8,9 @@ import Postgres
 @testable import HTTPAPI
 import Testing
 
-@Suite("Reminder dispatcher")
+/// A broken consumer or dispatcher can loop forever instead of failing:
+/// the time limit turns that into a failure of the test that hung.
+@Suite("Reminder dispatcher", .timeLimit(.minutes(5)))
 struct ReminderDispatcherTests {
     @Test func aFailedDeliveryIsRetriedAndAcceptedOnceWithTheSameIdAndAValidSignature() async throws {
         try await ReminderFixture.with { fixture in
