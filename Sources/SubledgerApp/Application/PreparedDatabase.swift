@@ -27,7 +27,37 @@ public struct PreparedDatabase: Sendable {
             let applied = try await Migrator(migrations: migrations, logger: logger).migrate(conninfo: prepared.conninfo)
             if !applied.isEmpty { logger.info("migrations applied", metadata: ["migration.versions": "\(applied)"]) }
         }
+        if prepared.cluster == nil, let collation = await linguisticCollation(conninfo: prepared.conninfo) {
+            logger.notice("the database sorts text linguistically; one created with the C collation writes faster", metadata: [
+                "db.collation": "\(collation)",
+                "db.advice": "CREATE DATABASE … LOCALE 'C' TEMPLATE template0 (or initdb --no-locale): imports measured 13% faster",
+            ])
+        }
         return prepared
+    }
+
+    /// The database's default collation when it is a linguistic one (ICU's,
+    /// or a libc locale other than C/POSIX), nil for a byte-order one or
+    /// when the server does not say (before PostgreSQL 15).
+    ///
+    /// Every key this service stores (stream ids, idempotency keys,
+    /// subscriber and transaction ids) is compared byte for byte either way,
+    /// but each index probe and insertion of a text key then compares by
+    /// the locale's rules: on the same machine and settings an import of the
+    /// bench's 200,000 facts ran at 15,292 events/s on a database collating
+    /// with ICU's en-US against 17,667 with C (the embedded cluster's).
+    public static func linguisticCollation(conninfo: String) async -> String? {
+        guard let connection = try? await Connection.connect(to: conninfo) else { return nil }
+        defer { connection.close() }
+        guard let row = try? await connection.query("""
+            SELECT datlocprovider::text, datcollate FROM pg_database WHERE datname = current_database()
+            """).first,
+            let provider = try? row.decode(String.self, at: 0), let collate = try? row.decode(String.self, at: 1) else { return nil }
+        switch provider {
+        case "i": return "icu"
+        case "c" where !["C", "POSIX"].contains(collate): return collate
+        default: return nil
+        }
     }
 
     /// Stops the embedded cluster if this process started it.
