@@ -30,7 +30,7 @@ public struct PreparedDatabase: Sendable {
         if prepared.cluster == nil, let collation = await linguisticCollation(conninfo: prepared.conninfo) {
             logger.notice("the database sorts text linguistically; one created with the C collation writes faster", metadata: [
                 "db.collation": "\(collation)",
-                "db.advice": "CREATE DATABASE … LOCALE 'C' TEMPLATE template0 (or initdb --no-locale): imports measured 13% faster",
+                "db.advice": "CREATE DATABASE … LOCALE 'C' TEMPLATE template0 (or initdb --no-locale): imports measured 10-13% faster",
             ])
         }
         return prepared
@@ -44,8 +44,9 @@ public struct PreparedDatabase: Sendable {
     /// subscriber and transaction ids) is compared byte for byte either way,
     /// but each index probe and insertion of a text key then compares by
     /// the locale's rules: on the same machine and settings an import of the
-    /// bench's 200,000 facts ran at 15,292 events/s on a database collating
-    /// with ICU's en-US against 17,667 with C (the embedded cluster's).
+    /// bench's 200,000 facts ran at 15,292 and 16,103 events/s on a database
+    /// collating with ICU's en-US against 17,667 and 17,852 with C (the
+    /// embedded cluster's).
     public static func linguisticCollation(conninfo: String) async -> String? {
         guard let connection = try? await Connection.connect(to: conninfo) else { return nil }
         defer { connection.close() }
