@@ -30,10 +30,14 @@ extension Bench {
             + "decided \(mean(statistics.phases.decide, committed)) ms, committed \(mean(statistics.phases.commit, committed)) ms"
     }
 
-    /// Ingest (`POST …/events`, a new purchase for a new subscriber each) and
-    /// reads (`GET /v1/subscribers/{id}` of those 1-event subscribers).
+    /// Ingest (`POST …/events`, a new purchase for a new subscriber each),
+    /// reads (`GET /v1/subscribers/{id}` of those 1-event subscribers), and
+    /// the floor under both: `GET /v1/products`, which the service answers
+    /// from memory (no key, no database, a body of a few bytes), so its rate
+    /// is what the HTTP stack, the loopback sockets and the clients allow on
+    /// this machine before any ledger work.
     func measureHTTP(conninfo: String, duration: Duration, logger: Logger) async throws
-        -> (ingest: HTTPFigures, read: HTTPFigures, writes: WriteCombiner.Statistics) {
+        -> (ingest: HTTPFigures, read: HTTPFigures, floor: HTTPFigures, writes: WriteCombiner.Statistics) {
         var configuration = SubledgerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = Int.random(in: 30_000...60_000)
@@ -69,7 +73,12 @@ extension Bench {
                 "GET", "/v1/subscribers/bench-\(writer)-\(count % made)", headers: headers))
             guard response.status == 200 else { throw BenchFailure(description: "GET answered \(response.status)") }
         }
-        return (ingest, read, writes)
+        let (floor, _) = try await latencies("HTTP GET /v1/products, \(writers) connections", port: port, duration: duration) {
+            connection, _, _ in
+            let response = try connection.exchange(HTTPLoadConnection.request("GET", "/v1/products"))
+            guard response.status == 200 else { throw BenchFailure(description: "GET /v1/products answered \(response.status)") }
+        }
+        return (ingest, read, floor, writes)
     }
 
     /// Waits (up to 10 s) until the service answers `GET /health` with 200.

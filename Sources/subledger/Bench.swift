@@ -190,6 +190,7 @@ struct Bench: AsyncParsableCommand {
         print(padded("PostgreSQL point SELECT (read ceiling)", 52) + padded(String(format: "%.0f", selects), 12, left: true))
         request("POST …/events, a new purchase each (vs INSERT)", http.ingest, baselineN)
         request("GET /v1/subscribers/{id}, 1 event (vs SELECT)", http.read, selects)
+        request("GET /v1/products, no database (vs SELECT)", http.floor, selects)
         print(Self.describe(http.writes))
         if let peak = Self.peakResidentMB() {
             print(String(format: "peak RSS of this process (service and clients): %.0f MB", peak))
