@@ -72,9 +72,13 @@ struct ConnectionTests {
             }
         }
         try await Task.sleep(for: .milliseconds(300))
+        let cancelled = ContinuousClock.now
         task.cancel()
         let result = await task.result
         #expect(throws: (any Error).self) { try result.get() }
+        // The cancel reached the server: the 5 s sleep was cut short, not
+        // waited out and then rolled back.
+        #expect(ContinuousClock.now - cancelled < .seconds(3))
         let count = try await connection.query("SELECT count(*) FROM t").first?.decode(Int.self, at: 0)
         #expect(count == 0)
     }
