@@ -21,7 +21,10 @@ public struct TimelineEntry: Sendable, Encodable {
         position = stored.position
         type = stored.type
         recordedAt = stored.recordedAt
-        data = (try? JSONDecoder().decode(JSONValue.self, from: stored.data)) ?? .null
+        // The hand-written parser: through `JSONDecoder`, which tries each
+        // kind of value in turn, a 10,000-event history spent half its
+        // time here.
+        data = JSONValue(json: stored.data) ?? .null
         source = stored.metadata.source ?? event.event.source
         summary = event.event.summary
     }
