@@ -119,12 +119,64 @@ public struct JSONBytes: Sendable {
 
     public mutating func string(_ key: StaticString, _ value: String) {
         self.key(key)
+        quoted(value)
+        needsComma = true
+    }
+
+    /// A member holding any JSON value as `LedgerJSON.makeEncoder()` writes
+    /// it: an object's keys in the order of their UTF-8 bytes (as its
+    /// `.sortedKeys` sorts them), integers in decimal, other numbers as
+    /// `JSONEncoder` writes a `Double` (a number that is not finite, which
+    /// no JSON document holds, as `null`).
+    public mutating func json(_ key: StaticString, _ value: JSONValue) {
+        self.key(key)
+        write(value)
+        needsComma = true
+    }
+
+    private mutating func write(_ value: JSONValue) {
+        switch value {
+        case .null:
+            append("null")
+        case .bool(let value):
+            append(value ? "true" : "false")
+        case .integer(let value):
+            bytes.append(contentsOf: String(value).utf8)
+        case .number(let value):
+            if value.isFinite, let encoded = try? JSONEncoder().encode(value) {
+                bytes.append(contentsOf: encoded)
+            } else {
+                append("null")
+            }
+        case .string(let value):
+            quoted(value)
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            let sorted = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+            for (index, member) in sorted.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                quoted(member.key)
+                bytes.append(UInt8(ascii: ":"))
+                write(member.value)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// `value` in quotes, escaped as `JSONEncoder` escapes it.
+    private mutating func quoted(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
         // Most values (ids, names, environments) need no escape: appended whole.
         if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
             bytes.append(contentsOf: value.utf8)
             bytes.append(UInt8(ascii: "\""))
-            needsComma = true
             return
         }
         for byte in value.utf8 {
@@ -143,7 +195,6 @@ public struct JSONBytes: Sendable {
             }
         }
         bytes.append(UInt8(ascii: "\""))
-        needsComma = true
     }
 
     public mutating func bool(_ key: StaticString, _ value: Bool) {

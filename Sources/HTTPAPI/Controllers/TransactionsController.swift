@@ -26,6 +26,6 @@ struct TransactionsController {
             throw LedgerError(kind: .notFound, code: "transaction_not_found",
                               message: "No transaction or original transaction '\(id.prefix(256))' is recorded.", field: "transactionId")
         }
-        return try .json(report)
+        return .json(bytes: report.encodedJSON())
     }
 }

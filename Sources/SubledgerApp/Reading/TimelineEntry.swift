@@ -41,4 +41,27 @@ public struct TransactionReport: Sendable, Encodable {
     enum CodingKeys: String, CodingKey {
         case transactionID = "transactionId", originalTransactionID = "originalTransactionId", subscriberID = "subscriberId", facts
     }
+
+    /// What `LedgerJSON.makeEncoder()` writes for it, written by hand: an
+    /// original transaction renewed 10,000 times has that many facts.
+    public func encodedJSON() -> [UInt8] {
+        var writer = JSONBytes()
+        writer.object {
+            $0.array("facts", facts) { writer, fact in
+                writer.object {
+                    $0.json("data", fact.data)
+                    $0.integer("position", fact.position)
+                    $0.date("recordedAt", fact.recordedAt)
+                    if let source = fact.source { $0.string("source", source) }
+                    $0.string("subscriberId", fact.subscriberID)
+                    $0.string("summary", fact.summary)
+                    $0.string("type", fact.type)
+                }
+            }
+            $0.string("originalTransactionId", originalTransactionID)
+            $0.string("subscriberId", subscriberID)
+            $0.string("transactionId", transactionID)
+        }
+        return writer.bytes
+    }
 }
