@@ -52,8 +52,15 @@ struct SubscribersController {
             var summary: String
         }
         var events: [Event]
+        /// The same events, for `encodedJSON`.
+        private var entries: [TimelineEntry]
+
+        enum CodingKeys: String, CodingKey {
+            case events
+        }
 
         init(_ entries: [TimelineEntry]) {
+            self.entries = entries
             events = entries.map {
                 .init(position: $0.position, type: $0.type, recordedAt: $0.recordedAt, data: $0.data, source: $0.source, summary: $0.summary)
             }
@@ -65,15 +72,8 @@ struct SubscribersController {
         func encodedJSON() -> [UInt8] {
             var writer = JSONBytes()
             writer.object {
-                $0.array("events", events) { writer, event in
-                    writer.object {
-                        $0.json("data", event.data)
-                        $0.integer("position", event.position)
-                        $0.date("recordedAt", event.recordedAt)
-                        if let source = event.source { $0.string("source", source) }
-                        $0.string("summary", event.summary)
-                        $0.string("type", event.type)
-                    }
+                $0.array("events", entries) { writer, entry in
+                    writer.object { entry.writeMembers(to: &$0, withSubscriber: false) }
                 }
             }
             return writer.bytes

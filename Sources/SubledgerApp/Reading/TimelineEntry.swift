@@ -28,6 +28,19 @@ public struct TimelineEntry: Sendable, Encodable {
         source = stored.metadata.source ?? event.event.source
         summary = event.event.summary
     }
+
+    /// Its members as `LedgerJSON.makeEncoder()` writes them (keys sorted;
+    /// no `source` when there is none), `subscriberId` only when asked:
+    /// a subscriber's own history leaves it out.
+    public func writeMembers(to writer: inout JSONBytes, withSubscriber: Bool) {
+        writer.json("data", data)
+        writer.integer("position", position)
+        writer.date("recordedAt", recordedAt)
+        if let source { writer.string("source", source) }
+        if withSubscriber { writer.string("subscriberId", subscriberID) }
+        writer.string("summary", summary)
+        writer.string("type", type)
+    }
 }
 
 /// The owner of a transaction and its facts (`GET /v1/transactions/{id}`).
@@ -48,15 +61,7 @@ public struct TransactionReport: Sendable, Encodable {
         var writer = JSONBytes()
         writer.object {
             $0.array("facts", facts) { writer, fact in
-                writer.object {
-                    $0.json("data", fact.data)
-                    $0.integer("position", fact.position)
-                    $0.date("recordedAt", fact.recordedAt)
-                    if let source = fact.source { $0.string("source", source) }
-                    $0.string("subscriberId", fact.subscriberID)
-                    $0.string("summary", fact.summary)
-                    $0.string("type", fact.type)
-                }
+                writer.object { fact.writeMembers(to: &$0, withSubscriber: true) }
             }
             $0.string("originalTransactionId", originalTransactionID)
             $0.string("subscriberId", subscriberID)
