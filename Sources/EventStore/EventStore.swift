@@ -252,8 +252,7 @@ public struct EventStore: Sendable {
     }
 
     static func decode(_ row: PostgresRow) throws -> RecordedEvent {
-        let metadataText = try row.decode(String.self, at: 7)
-        let metadata = (try? JSONDecoder().decode(EventMetadata.self, from: Data(metadataText.utf8))) ?? EventMetadata()
+        let metadata = EventMetadata(storedText: try row.decode(String.self, at: 7))
         return RecordedEvent(
             position: try row.decode(Int64.self, at: 0),
             streamID: try row.decode(String.self, at: 1),

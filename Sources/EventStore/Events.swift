@@ -36,6 +36,30 @@ public struct EventMetadata: Sendable, Codable, Equatable {
         self.causationID = causationID
         self.correlationID = correlationID
     }
+
+    /// The metadata in a stored `metadata` column as PostgreSQL writes
+    /// `jsonb` out; none when it is not an object of them.
+    ///
+    /// Nearly every event's is `{}` or `{"source": "api"}` (PostgreSQL puts
+    /// a space after the colon), read here without `JSONDecoder`: through
+    /// it, every event of a 10,000-event history read cost a tenth of the
+    /// request. Anything else (an escape, another member) goes to it.
+    init(storedText text: String) {
+        if text == "{}" {
+            self.init()
+            return
+        }
+        let prefix = #"{"source": ""#.utf8, suffix = #""}"#.utf8
+        let bytes = text.utf8
+        if bytes.count >= prefix.count + suffix.count, bytes.starts(with: prefix), bytes.reversed().starts(with: suffix.reversed()) {
+            let value = bytes.dropFirst(prefix.count).dropLast(suffix.count)
+            if !value.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                self.init(source: String(decoding: value, as: UTF8.self))
+                return
+            }
+        }
+        self = (try? JSONDecoder().decode(EventMetadata.self, from: Data(bytes))) ?? EventMetadata()
+    }
 }
 
 /// An event as stored.

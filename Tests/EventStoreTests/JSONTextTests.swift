@@ -22,3 +22,23 @@ struct JSONTextTests {
         }
     }
 }
+
+/// Metadata read back from the `metadata` column as it was written, through
+/// PostgreSQL's own `jsonb` output: the common shapes read without
+/// `JSONDecoder` (`{}`, a lone source), the others through it.
+struct StoredMetadataTests {
+    @Test func metadataReadsBackAsWritten() async throws {
+        let (store, _) = try await makeStore(poolSize: 2)
+        let sources: [String?] = [nil, "", "api", "import", "appstore", "a\"b", "back\\slash", "tab\there", "line\nbreak",
+                                  "\u{1F}", "é", "日本", "🎉", "/slash", "{\"source\": \"x\"}", " "]
+        var written = sources.map { EventMetadata(source: $0) }
+        written.append(EventMetadata(source: "api", causationID: "c-1"))
+        written.append(EventMetadata(source: nil, causationID: nil, correlationID: "r-\"1\""))
+        written.append(EventMetadata(source: "x", causationID: "c", correlationID: "r"))
+        _ = try await store.append(to: "metadata-1", events: written.map {
+            NewEvent(type: "happened", data: Data(#"{"value": 1}"#.utf8), metadata: $0)
+        })
+        let read = try await store.readStream("metadata-1").map(\.metadata)
+        #expect(read == written)
+    }
+}
