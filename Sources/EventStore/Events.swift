@@ -51,7 +51,7 @@ public struct EventMetadata: Sendable, Codable, Equatable {
         }
         let prefix = #"{"source": ""#.utf8, suffix = #""}"#.utf8
         let bytes = text.utf8
-        if bytes.count >= prefix.count + suffix.count, bytes.starts(with: prefix), bytes.reversed().starts(with: suffix.reversed()) {
+        if bytes.count >= prefix.count + suffix.count, bytes.starts(with: prefix), bytes.suffix(suffix.count).elementsEqual(suffix) {
             let value = bytes.dropFirst(prefix.count).dropLast(suffix.count)
             if !value.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
                 self.init(source: String(decoding: value, as: UTF8.self))

@@ -27,7 +27,7 @@ struct ResponseEncodingTests {
 
         let reader = SubscriberReader(dependencies)
         let history = SubscribersController.HistoryBody(try await reader.timeline(of: "ann"))
-        #expect(history.events.count == 7)
+        #expect(history.entries.count == 7)
         #expect(history.encodedJSON().elementsEqual(try LedgerJSON.makeEncoder().encode(history)),
                 "\(String(decoding: history.encodedJSON(), as: UTF8.self))")
         let report = try #require(try await reader.transaction("m-0"))

@@ -42,6 +42,9 @@ struct SubscribersController {
         }
     }
 
+    /// `{"events": […]}`: a subscriber's timeline entries without their
+    /// subscriber id. The service writes it with `encodedJSON`; its
+    /// `Encodable` form (each entry as an `Event`) is what that must equal.
     struct HistoryBody: Encodable {
         struct Event: Encodable {
             var position: Int64
@@ -51,9 +54,7 @@ struct SubscribersController {
             var source: String?
             var summary: String
         }
-        var events: [Event]
-        /// The same events, for `encodedJSON`.
-        private var entries: [TimelineEntry]
+        let entries: [TimelineEntry]
 
         enum CodingKeys: String, CodingKey {
             case events
@@ -61,9 +62,13 @@ struct SubscribersController {
 
         init(_ entries: [TimelineEntry]) {
             self.entries = entries
-            events = entries.map {
-                .init(position: $0.position, type: $0.type, recordedAt: $0.recordedAt, data: $0.data, source: $0.source, summary: $0.summary)
-            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(entries.map {
+                Event(position: $0.position, type: $0.type, recordedAt: $0.recordedAt, data: $0.data, source: $0.source, summary: $0.summary)
+            }, forKey: .events)
         }
 
         /// What `LedgerJSON.makeEncoder()` writes for it, written by hand:
