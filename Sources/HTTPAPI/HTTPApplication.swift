@@ -49,12 +49,16 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
 
 /// The HTTP application with its services, in dependency order: the pool
 /// first (shut down last), then `extraServices` (workers), then the server.
+/// `extraRoutes` adds to the API's routes (the bench's floor routes).
 public func buildApplication(
-    _ dependencies: AppDependencies, services extraServices: [any Service] = []
+    _ dependencies: AppDependencies, services extraServices: [any Service] = [],
+    extraRoutes: (Router<AppRequestContext>) -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let configuration = dependencies.configuration
+    let router = buildRouter(dependencies)
+    extraRoutes(router)
     return Application(
-        router: buildRouter(dependencies),
+        router: router,
         configuration: ApplicationConfiguration(
             address: .hostname(configuration.host, port: configuration.port), serverName: "subledger"),
         services: [dependencies.pool] + extraServices,

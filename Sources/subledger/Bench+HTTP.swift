@@ -30,14 +30,28 @@ extension Bench {
             + "decided \(mean(statistics.phases.decide, committed)) ms, committed \(mean(statistics.phases.commit, committed)) ms"
     }
 
+    /// What the request phases measured.
+    struct HTTPPhases {
+        var ingest: HTTPFigures
+        var read: HTTPFigures
+        var floor: HTTPFigures
+        var selectFloor: HTTPFigures
+        var insertFloor: HTTPFigures
+        var writes: WriteCombiner.Statistics
+    }
+
     /// Ingest (`POST …/events`, a new purchase for a new subscriber each),
     /// reads (`GET /v1/subscribers/{id}` of those 1-event subscribers), and
-    /// the floor under both: `GET /v1/products`, which the service answers
-    /// from memory (no key, no database, a body of a few bytes), so its rate
-    /// is what the HTTP stack, the loopback sockets and the clients allow on
-    /// this machine before any ledger work.
-    func measureHTTP(conninfo: String, duration: Duration, logger: Logger) async throws
-        -> (ingest: HTTPFigures, read: HTTPFigures, floor: HTTPFigures, writes: WriteCombiner.Statistics) {
+    /// the floors under them:
+    /// - `GET /v1/products`, which the service answers from memory (no key,
+    ///   no database, a body of a few bytes): what the HTTP stack, the
+    ///   loopback sockets and the clients allow on this machine before any
+    ///   ledger work;
+    /// - the floor routes (`addFloorRoutes`): one request, one statement of
+    ///   the ceiling's own (a point `SELECT`, a durable `INSERT`) through the
+    ///   same stack, key check and pool: the most a route making one such
+    ///   statement per request can reach here.
+    func measureHTTP(conninfo: String, duration: Duration, logger: Logger) async throws -> HTTPPhases {
         var configuration = SubledgerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = Int.random(in: 30_000...60_000)
@@ -49,7 +63,9 @@ extension Bench {
         var quiet = logger
         quiet.logLevel = .error
         let dependencies = AppDependencies(configuration: configuration, pool: pool, catalog: catalog, logger: quiet)
-        let app = buildApplication(dependencies)
+        let app = buildApplication(dependencies) { router in
+            addFloorRoutes(to: router, pool: pool, keys: configuration.apiKeys)
+        }
         let server = Task { try await app.run() }
         defer { server.cancel() }
         let port = configuration.port
@@ -78,7 +94,19 @@ extension Bench {
             let response = try connection.exchange(HTTPLoadConnection.request("GET", "/v1/products"))
             guard response.status == 200 else { throw BenchFailure(description: "GET /v1/products answered \(response.status)") }
         }
-        return (ingest, read, floor, writes)
+        let (selectFloor, _) = try await latencies("HTTP GET, one point SELECT each, \(writers) connections", port: port, duration: duration) {
+            connection, writer, count in
+            let response = try connection.exchange(HTTPLoadConnection.request(
+                "GET", "/floor/select/\(1 + (writer * 7919 + count) % 1000)", headers: headers))
+            guard response.status == 200 else { throw BenchFailure(description: "GET /floor/select answered \(response.status)") }
+        }
+        let insertBody = #"{"productId":"com.example.pass.30d","transactionId":"1000000001","purchaseDate":"2026-11-22T05:00:00Z"}"#
+        let (insertFloor, _) = try await latencies("HTTP POST, one INSERT each, \(writers) connections", port: port, duration: duration) {
+            connection, _, _ in
+            let response = try connection.exchange(HTTPLoadConnection.request("POST", "/floor/insert", headers: postHeaders, body: insertBody))
+            guard response.status == 201 else { throw BenchFailure(description: "POST /floor/insert answered \(response.status)") }
+        }
+        return HTTPPhases(ingest: ingest, read: read, floor: floor, selectFloor: selectFloor, insertFloor: insertFloor, writes: writes)
     }
 
     /// Waits (up to 10 s) until the service answers `GET /health` with 200.

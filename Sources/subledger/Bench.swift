@@ -191,6 +191,8 @@ struct Bench: AsyncParsableCommand {
         request("POST …/events, a new purchase each (vs INSERT)", http.ingest, baselineN)
         request("GET /v1/subscribers/{id}, 1 event (vs SELECT)", http.read, selects)
         request("GET /v1/products, no database (vs SELECT)", http.floor, selects)
+        request("GET, one point SELECT each (vs SELECT)", http.selectFloor, selects)
+        request("POST, one INSERT each (vs INSERT)", http.insertFloor, baselineN)
         print(Self.describe(http.writes))
         if let peak = Self.peakResidentMB() {
             print(String(format: "peak RSS of this process (service and clients): %.0f MB", peak))

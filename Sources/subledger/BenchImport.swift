@@ -9,7 +9,10 @@ import SubledgerApp
 /// NDJSON file (read from disk, as the command does), beside the same run's
 /// 1-client batched append (`append_events`, 500 events over 100 streams a
 /// call) — the rate an import that only appended could reach on one
-/// connection — and the process's peak resident memory.
+/// connection — and the import's own set-based append (`append_events_set`)
+/// of the same batches from as many clients as the import has writers (the
+/// floor: an import that only appended, on all its connections), and the
+/// process's peak resident memory.
 struct ImportBench {
     let pool: ConnectionPool
     let facts: Int
@@ -27,6 +30,7 @@ struct ImportBench {
 
     struct Results {
         var ceiling: Double
+        var appendFloor: Double
         var events: Int
         var rate: Double
         var summary: ImportSummary
@@ -50,7 +54,6 @@ struct ImportBench {
             _ = try await store.append(appends)
             return 500
         }
-
         let catalog = try Catalog.decode(from: Data(Self.catalogJSON.utf8))
         var importer = Importer(pool: pool, store: store, catalog: catalog, restorePolicy: .transfer, logger: Logger(label: "subledger.bench"))
         importer.writers = writers
@@ -68,8 +71,22 @@ struct ImportBench {
         let again = ContinuousClock.now
         let second = try await importer.importLines(NDJSONReader(handle: try FileHandle(forReadingFrom: file)))
         guard second.imported == 0 else { throw BenchFailure(description: "re-import appended \(second.imported) facts") }
-        return Results(ceiling: ceiling, events: events, rate: Double(events) / elapsed, summary: summary,
-                       reimportRate: Double(second.duplicates) / (ContinuousClock.now - again).inSeconds,
+        let reimportRate = Double(second.duplicates) / (ContinuousClock.now - again).inSeconds
+        // After the import, so that its events do not make the import's tables larger.
+        // The floor appends as the importer does (set-based).
+        let setBased = EventStore(pool: pool, batchAppend: .setBased)
+        let appendFloor = try await Bench.measureRate("batch append, \(writers) clients (floor)", clients: writers,
+                                                      duration: .milliseconds(Int(seconds * 1000))) { client, count in
+            let appends = (0..<100).map { stream in
+                StreamAppend(streamID: "bench-floor-\(client)-\(stream)", events: (0..<5).map { index in
+                    NewEvent(type: "purchased", data: payload, idempotencyKey: "bf-\(client)-\(count)-\(stream)-\(index)")
+                })
+            }
+            _ = try await setBased.append(appends)
+            return 500
+        }
+        return Results(ceiling: ceiling, appendFloor: appendFloor, events: events, rate: Double(events) / elapsed, summary: summary,
+                       reimportRate: reimportRate,
                        peakResidentMB: Bench.peakResidentMB())
     }
 
@@ -118,6 +135,8 @@ extension Bench {
         print(padded("measurement", 52) + padded("events/s", 12, left: true) + padded("× ceiling", 12, left: true))
         print(padded("batch append, 1 client (ceiling)", 52) + padded(String(format: "%.0f", results.ceiling), 12, left: true)
               + padded("1.00", 12, left: true))
+        print(padded("batch append, \(importWriters) clients (floor)", 52) + padded(String(format: "%.0f", results.appendFloor), 12, left: true)
+              + padded(String(format: "%.2f", results.appendFloor / results.ceiling), 12, left: true))
         print(padded("import, \(results.events) events", 52) + padded(String(format: "%.0f", results.rate), 12, left: true)
               + padded(String(format: "%.2f", results.rate / results.ceiling), 12, left: true))
         print(padded("re-import of the same file (duplicates/s)", 52) + padded(String(format: "%.0f", results.reimportRate), 12, left: true))
@@ -134,6 +153,30 @@ extension Bench {
         while ContinuousClock.now - started < duration {
             events += try await operation(count)
             count += 1
+        }
+        let rate = Double(events) / (ContinuousClock.now - started).inSeconds
+        progress.finish(String(format: "%.0f events/s", rate))
+        return rate
+    }
+
+    /// Runs `operation` from `clients` tasks at once for `duration`; returns
+    /// events per second over all of them.
+    static func measureRate(_ name: String, clients: Int, duration: Duration,
+                            _ operation: @escaping @Sendable (_ client: Int, _ count: Int) async throws -> Int) async throws -> Double {
+        let progress = TerminalProgress(label: name)
+        let started = ContinuousClock.now
+        let events = try await withThrowingTaskGroup(of: Int.self) { group in
+            for client in 0..<clients {
+                group.addTask {
+                    var (events, count) = (0, 0)
+                    while ContinuousClock.now - started < duration {
+                        events += try await operation(client, count)
+                        count += 1
+                    }
+                    return events
+                }
+            }
+            return try await group.reduce(0, +)
         }
         let rate = Double(events) / (ContinuousClock.now - started).inSeconds
         progress.finish(String(format: "%.0f events/s", rate))
