@@ -162,7 +162,7 @@ struct Import: AsyncParsableCommand {
     @Option(help: "Connections writing at once (default: one per core).")
     var writers = ProcessInfo.processInfo.activeProcessorCount
     @Option(name: .customLong("chunk-size"), help: "Lines read and split among the writers together (memory grows with it).")
-    var chunkSize = 20_000
+    var chunkSize = 100_000
     @OptionGroup var options: ConfigurationOptions
 
     func validate() throws {

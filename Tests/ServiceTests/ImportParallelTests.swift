@@ -107,6 +107,8 @@ struct ImportParallelTests {
         importer.writers = writers
         importer.batchSize = batchSize
         importer.chunkSize = chunkSize
+        // A chunk read and parsed in several slices.
+        importer.parseSliceSize = 25
         return importer
     }
 

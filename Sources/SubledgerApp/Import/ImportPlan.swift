@@ -19,49 +19,65 @@ struct ParsedLine: Sendable {
 /// order, or at once on several connections, stores what writing the lines
 /// in file order would. Within a group the lines keep their file order.
 struct ImportPlan {
-    /// Each writer's lines: whole groups, each in file order.
-    var lanes: [[ParsedLine]]
+    /// The chunk's lines, in file order.
+    var lines: [ParsedLine]
+    /// Each writer's lines, as indices into `lines`: whole groups, each in file order.
+    var lanes: [[Int]]
     var groups: Int
+
+    /// Everything in one lane, in file order.
+    static func single(_ lines: [ParsedLine]) -> ImportPlan {
+        ImportPlan(lines: lines, lanes: lines.isEmpty ? [] : [Array(lines.indices)], groups: 1)
+    }
+
+    /// The lines of `lane` from `range` of its indices, in order.
+    func lines(ofLane lane: Int, _ range: Range<Int>) -> [ParsedLine] {
+        lanes[lane][range].map { lines[$0] }
+    }
 
     /// Plans `lines` (in file order) for `writers` writers. `links` are the
     /// ledger's stored links of the ids the lines name (`OwnershipStore.links`).
+    /// The plan keeps `lines` as they are and orders indices into them, so a
+    /// large chunk is held once.
     static func make(_ lines: [ParsedLine], links: [OwnershipStore.Link], writers: Int) -> ImportPlan {
-        var sets = DisjointSets()
-        // A subscriber and one or two transaction ids a line.
-        sets.reserveCapacity(lines.count * 3)
-        var lineNodes = [Int]()
-        lineNodes.reserveCapacity(lines.count)
-        for line in lines {
-            let subscriber = sets.node(.subscriber(line.command.subscriberID))
-            for id in line.command.referencedTransactionIDs {
-                sets.union(subscriber, sets.node(.transaction(id)))
-            }
-            lineNodes.append(subscriber)
-        }
-        for link in links {
-            // Only ids some line named are looked up, so each link joins a group of this chunk.
-            let id = sets.node(.transaction(link.transactionID))
-            sets.union(id, sets.node(.transaction(link.originalTransactionID)))
-            if let owner = link.owner { sets.union(id, sets.node(.subscriber(owner))) }
-        }
-
-        // Groups in order of first appearance, each line's group index.
-        var groupOfRoot = [Int: Int]()
         var groupOfLine = [Int]()
         var sizes = [Int]()
-        groupOfLine.reserveCapacity(lines.count)
-        for node in lineNodes {
-            let root = sets.find(node)
-            let group: Int
-            if let known = groupOfRoot[root] {
-                group = known
-            } else {
-                group = sizes.count
-                groupOfRoot[root] = group
-                sizes.append(0)
+        do {
+            var sets = DisjointSets()
+            // A subscriber and one or two transaction ids a line.
+            sets.reserveCapacity(lines.count * 3)
+            var lineNodes = [Int]()
+            lineNodes.reserveCapacity(lines.count)
+            for line in lines {
+                let subscriber = sets.node(.subscriber(line.command.subscriberID))
+                for id in line.command.referencedTransactionIDs {
+                    sets.union(subscriber, sets.node(.transaction(id)))
+                }
+                lineNodes.append(subscriber)
             }
-            sizes[group] += 1
-            groupOfLine.append(group)
+            for link in links {
+                // Only ids some line named are looked up, so each link joins a group of this chunk.
+                let id = sets.node(.transaction(link.transactionID))
+                sets.union(id, sets.node(.transaction(link.originalTransactionID)))
+                if let owner = link.owner { sets.union(id, sets.node(.subscriber(owner))) }
+            }
+
+            // Groups in order of first appearance, each line's group index.
+            var groupOfRoot = [Int: Int]()
+            groupOfLine.reserveCapacity(lines.count)
+            for node in lineNodes {
+                let root = sets.find(node)
+                let group: Int
+                if let known = groupOfRoot[root] {
+                    group = known
+                } else {
+                    group = sizes.count
+                    groupOfRoot[root] = group
+                    sizes.append(0)
+                }
+                sizes[group] += 1
+                groupOfLine.append(group)
+            }
         }
 
         // Largest groups first, each to the least loaded writer.
@@ -75,12 +91,21 @@ struct ImportPlan {
         }
 
         // Each lane: its groups one after the other (in order of first
-        // appearance), so a subscriber's lines of the chunk share few batches.
-        var byGroup = [[ParsedLine]](repeating: [], count: sizes.count)
-        for (line, group) in zip(lines, groupOfLine) { byGroup[group].append(line) }
-        var lanes = [[ParsedLine]](repeating: [], count: writers)
-        for (group, members) in byGroup.enumerated() { lanes[laneOfGroup[group]] += members }
-        return ImportPlan(lanes: lanes.filter { !$0.isEmpty }, groups: sizes.count)
+        // appearance), so a subscriber's lines of the chunk share few
+        // batches. Where each group starts in its lane, then every line
+        // placed at its group's next slot (so a group keeps file order).
+        var next = [Int](repeating: 0, count: sizes.count)
+        var filled = [Int](repeating: 0, count: writers)
+        for group in sizes.indices {
+            next[group] = filled[laneOfGroup[group]]
+            filled[laneOfGroup[group]] += sizes[group]
+        }
+        var lanes = load.map { [Int](repeating: 0, count: $0) }
+        for (line, group) in groupOfLine.enumerated() {
+            lanes[laneOfGroup[group]][next[group]] = line
+            next[group] += 1
+        }
+        return ImportPlan(lines: lines, lanes: lanes.filter { !$0.isEmpty }, groups: sizes.count)
     }
 }
 
