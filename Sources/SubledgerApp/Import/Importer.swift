@@ -63,8 +63,8 @@ public struct Importer: Sendable {
     public var writers = 1
     /// Lines read, planned and split among the writers together: the
     /// larger, the more of a subscriber's lines share a batch (one read of
-    /// their ledger, one stream in the append). Held parsed, about 0.3 KB a
-    /// line, twice (the chunk written and the next).
+    /// their ledger, one stream in the append). Held parsed, a few hundred
+    /// bytes a line, twice (the chunk written and the next).
     public var chunkSize = 100_000
     /// Raw lines parsed at once, at most (they are let go after).
     public var parseSliceSize = 5_000
