@@ -128,27 +128,27 @@ struct Bench: AsyncParsableCommand {
         let duration = Duration.milliseconds(Int(seconds * 1000))
 
         print("subledger bench: \(seconds) s per measurement, \(writers) concurrent writers, batches of \(batchSize)")
-        let baseline1 = try await rate("PostgreSQL INSERT, 1 writer", duration: duration, writers: 1) { _, _ in
+        let baseline1 = try await Self.rate("PostgreSQL INSERT, 1 writer", duration: duration, writers: 1) { _, _ in
             try await pool.query("INSERT INTO bench_baseline (data) VALUES (\(PostgresJSON(text: payload))::jsonb)")
             return 1
         }
-        let append1 = try await rate("append, 1 event per transaction, 1 writer", duration: duration, writers: 1) { writer, count in
+        let append1 = try await Self.rate("append, 1 event per transaction, 1 writer", duration: duration, writers: 1) { writer, count in
             let version = Int64(count)
             _ = try await store.append(to: "bench-1-\(writer)", expected: .exact(version),
                                        events: [NewEvent(type: "purchased", data: Data(payload.utf8), idempotencyKey: "b1-\(writer)-\(count)")])
             return 1
         }
-        let baselineN = try await rate("PostgreSQL INSERT, \(writers) writers", duration: duration, writers: writers) { _, _ in
+        let baselineN = try await Self.rate("PostgreSQL INSERT, \(writers) writers", duration: duration, writers: writers) { _, _ in
             try await pool.query("INSERT INTO bench_baseline (data) VALUES (\(PostgresJSON(text: payload))::jsonb)")
             return 1
         }
-        let appendN = try await rate("append, 1 event per transaction, \(writers) writers", duration: duration, writers: writers) { writer, count in
+        let appendN = try await Self.rate("append, 1 event per transaction, \(writers) writers", duration: duration, writers: writers) { writer, count in
             _ = try await store.append(to: "bench-n-\(writer)", expected: .exact(Int64(count)),
                                        events: [NewEvent(type: "purchased", data: Data(payload.utf8), idempotencyKey: "bn-\(writer)-\(count)")])
             return 1
         }
         let batchSize = self.batchSize
-        let batch = try await rate("batch import, \(batchSize) events over 100 streams per call", duration: duration, writers: 1) { _, count in
+        let batch = try await Self.rate("batch import, \(batchSize) events over 100 streams per call", duration: duration, writers: 1) { _, count in
             let appends = (0..<100).map { stream in
                 StreamAppend(streamID: "bench-import-\(stream)", events: (0..<(batchSize / 100)).map { index in
                     NewEvent(type: "purchased", data: Data(payload.utf8), idempotencyKey: "bi-\(count)-\(stream)-\(index)")
@@ -157,7 +157,7 @@ struct Bench: AsyncParsableCommand {
             _ = try await store.append(appends)
             return batchSize / 100 * 100
         }
-        let selects = try await rate("PostgreSQL point SELECT, \(writers) readers", duration: duration, writers: writers) { writer, count in
+        let selects = try await Self.rate("PostgreSQL point SELECT, \(writers) readers", duration: duration, writers: writers) { writer, count in
             try await pool.query("SELECT data FROM bench_baseline WHERE id = \(Int64(1 + (writer * 7919 + count) % 1000))")
             return 1
         }
@@ -200,7 +200,7 @@ struct Bench: AsyncParsableCommand {
     }
 
     /// Runs `operation` from `writers` tasks for `duration`; returns events per second.
-    func rate(_ name: String, duration: Duration, writers: Int,
+    static func rate(_ name: String, duration: Duration, writers: Int,
               _ operation: @escaping @Sendable (_ writer: Int, _ count: Int) async throws -> Int) async throws -> Double {
         let progress = TerminalProgress(label: name)
         let started = ContinuousClock.now

@@ -45,13 +45,16 @@ struct ImportBench {
 
         let store = EventStore(pool: pool)
         let payload = Data(#"{"productId":"com.example.pass.30d","transactionId":"1000000001","purchaseDate":"2026-11-22T05:00:00Z"}"#.utf8)
-        let ceiling = try await Bench.measureRate("batch append, 1 client (ceiling)", duration: .milliseconds(Int(seconds * 1000))) { count in
-            let appends = (0..<100).map { stream in
-                StreamAppend(streamID: "bench-ceiling-\(stream)", events: (0..<5).map { index in
-                    NewEvent(type: "purchased", data: payload, idempotencyKey: "bc-\(count)-\(stream)-\(index)")
+        /// 500 events over 100 streams named by `prefix`, new keys for each `count`.
+        @Sendable func batch(_ prefix: String, _ count: Int) -> [StreamAppend] {
+            (0..<100).map { stream in
+                StreamAppend(streamID: "bench-\(prefix)-\(stream)", events: (0..<5).map { index in
+                    NewEvent(type: "purchased", data: payload, idempotencyKey: "\(prefix)-\(count)-\(stream)-\(index)")
                 })
             }
-            _ = try await store.append(appends)
+        }
+        let ceiling = try await Bench.rate("batch append, 1 client (ceiling)", duration: .milliseconds(Int(seconds * 1000)), writers: 1) { _, count in
+            _ = try await store.append(batch("ceiling", count))
             return 500
         }
         let catalog = try Catalog.decode(from: Data(Self.catalogJSON.utf8))
@@ -75,14 +78,9 @@ struct ImportBench {
         // After the import, so that its events do not make the import's tables larger.
         // The floor appends as the importer does (set-based).
         let setBased = EventStore(pool: pool, batchAppend: .setBased)
-        let appendFloor = try await Bench.measureRate("batch append, \(writers) clients (floor)", clients: writers,
-                                                      duration: .milliseconds(Int(seconds * 1000))) { client, count in
-            let appends = (0..<100).map { stream in
-                StreamAppend(streamID: "bench-floor-\(client)-\(stream)", events: (0..<5).map { index in
-                    NewEvent(type: "purchased", data: payload, idempotencyKey: "bf-\(client)-\(count)-\(stream)-\(index)")
-                })
-            }
-            _ = try await setBased.append(appends)
+        let appendFloor = try await Bench.rate("batch append, \(writers) clients (floor)", duration: .milliseconds(Int(seconds * 1000)),
+                                               writers: writers) { client, count in
+            _ = try await setBased.append(batch("floor-\(client)", count))
             return 500
         }
         return Results(ceiling: ceiling, appendFloor: appendFloor, events: events, rate: Double(events) / elapsed, summary: summary,
@@ -142,44 +140,5 @@ extension Bench {
         print(padded("re-import of the same file (duplicates/s)", 52) + padded(String(format: "%.0f", results.reimportRate), 12, left: true))
         print("import: \(results.summary)")
         if let peak = results.peakResidentMB { print(String(format: "peak RSS of this process: %.0f MB", peak)) }
-    }
-
-    /// Runs `operation` from one task for `duration`; returns events per second.
-    static func measureRate(_ name: String, duration: Duration,
-                            _ operation: (_ count: Int) async throws -> Int) async throws -> Double {
-        let progress = TerminalProgress(label: name)
-        let started = ContinuousClock.now
-        var (events, count) = (0, 0)
-        while ContinuousClock.now - started < duration {
-            events += try await operation(count)
-            count += 1
-        }
-        let rate = Double(events) / (ContinuousClock.now - started).inSeconds
-        progress.finish(String(format: "%.0f events/s", rate))
-        return rate
-    }
-
-    /// Runs `operation` from `clients` tasks at once for `duration`; returns
-    /// events per second over all of them.
-    static func measureRate(_ name: String, clients: Int, duration: Duration,
-                            _ operation: @escaping @Sendable (_ client: Int, _ count: Int) async throws -> Int) async throws -> Double {
-        let progress = TerminalProgress(label: name)
-        let started = ContinuousClock.now
-        let events = try await withThrowingTaskGroup(of: Int.self) { group in
-            for client in 0..<clients {
-                group.addTask {
-                    var (events, count) = (0, 0)
-                    while ContinuousClock.now - started < duration {
-                        events += try await operation(client, count)
-                        count += 1
-                    }
-                    return events
-                }
-            }
-            return try await group.reduce(0, +)
-        }
-        let rate = Double(events) / (ContinuousClock.now - started).inSeconds
-        progress.finish(String(format: "%.0f events/s", rate))
-        return rate
     }
 }
