@@ -92,7 +92,9 @@ struct ImportBench {
     /// would be exported: a monthly subscription bought and renewed, with a
     /// pass or coins some months.
     static func writeFacts(_ count: Int, to file: URL) throws {
-        FileManager.default.createFile(atPath: file.path, contents: nil)
+        guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+            throw BenchFailure(description: "cannot create \(file.path)")
+        }
         let handle = try FileHandle(forWritingTo: file)
         defer { try? handle.close() }
         let subscribers = max(1, count / 10)

@@ -75,7 +75,7 @@ public actor ReadCombiner {
             statistics.reads += group.count
             statistics.largestGroup = max(statistics.largestGroup, subscribers.count)
             Self.groupSizes.record(subscribers.count)
-            Task { await self.run(group, environment, reader) }
+            Task { [group] in await self.run(group, environment, reader) }
         }
     }
 

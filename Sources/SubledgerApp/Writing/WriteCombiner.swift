@@ -98,7 +98,7 @@ public actor WriteCombiner {
             statistics.commands += group.count
             statistics.largestGroup = max(statistics.largestGroup, group.count)
             Self.groupSizes.record(group.count)
-            Task { await self.run(group, writer) }
+            Task { [group] in await self.run(group, writer) }
         }
     }
 
