@@ -97,13 +97,12 @@ extension Bench {
         let (selectFloor, _) = try await latencies("HTTP GET, one point SELECT each, \(writers) connections", port: port, duration: duration) {
             connection, writer, count in
             let response = try connection.exchange(HTTPLoadConnection.request(
-                "GET", "/floor/select/\(1 + (writer * 7919 + count) % 1000)", headers: headers))
+                "GET", "/floor/select/\(Self.baselineRow(reader: writer, count: count))", headers: headers))
             guard response.status == 200 else { throw BenchFailure(description: "GET /floor/select answered \(response.status)") }
         }
-        let insertBody = #"{"productId":"com.example.pass.30d","transactionId":"1000000001","purchaseDate":"2026-11-22T05:00:00Z"}"#
         let (insertFloor, _) = try await latencies("HTTP POST, one INSERT each, \(writers) connections", port: port, duration: duration) {
             connection, _, _ in
-            let response = try connection.exchange(HTTPLoadConnection.request("POST", "/floor/insert", headers: postHeaders, body: insertBody))
+            let response = try connection.exchange(HTTPLoadConnection.request("POST", "/floor/insert", headers: postHeaders, body: Self.payload))
             guard response.status == 201 else { throw BenchFailure(description: "POST /floor/insert answered \(response.status)") }
         }
         return HTTPPhases(ingest: ingest, read: read, floor: floor, selectFloor: selectFloor, insertFloor: insertFloor, writes: writes)

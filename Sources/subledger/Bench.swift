@@ -124,7 +124,7 @@ struct Bench: AsyncParsableCommand {
     func measureAppends(pool: ConnectionPool, conninfo: String, logger: Logger) async throws {
         let store = EventStore(pool: pool)
         try await pool.query("CREATE TABLE bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, data jsonb NOT NULL)")
-        let payload = #"{"productId":"com.example.pass.30d","transactionId":"1000000001","purchaseDate":"2026-11-22T05:00:00Z"}"#
+        let payload = Self.payload
         let duration = Duration.milliseconds(Int(seconds * 1000))
 
         print("subledger bench: \(seconds) s per measurement, \(writers) concurrent writers, batches of \(batchSize)")
@@ -158,7 +158,7 @@ struct Bench: AsyncParsableCommand {
             return batchSize / 100 * 100
         }
         let selects = try await Self.rate("PostgreSQL point SELECT, \(writers) readers", duration: duration, writers: writers) { writer, count in
-            try await pool.query("SELECT data FROM bench_baseline WHERE id = \(Int64(1 + (writer * 7919 + count) % 1000))")
+            try await pool.query("SELECT data FROM bench_baseline WHERE id = \(Self.baselineRow(reader: writer, count: count))")
             return 1
         }
         // The tables were filled in the last seconds, faster than autovacuum
@@ -197,6 +197,16 @@ struct Bench: AsyncParsableCommand {
         if let peak = Self.peakResidentMB() {
             print(String(format: "peak RSS of this process (service and clients): %.0f MB", peak))
         }
+    }
+
+    /// The fact every write measurement stores: the ceilings' rows, the
+    /// appends' events, the import's ceiling and floor, the `INSERT` floor's bodies.
+    static let payload = #"{"productId":"com.example.pass.30d","transactionId":"1000000001","purchaseDate":"2026-11-22T05:00:00Z"}"#
+
+    /// The `bench_baseline` row that the point-`SELECT` ceiling, and the
+    /// floor route making its statement, read for a reader's `count`-th request.
+    static func baselineRow(reader: Int, count: Int) -> Int64 {
+        Int64(1 + (reader * 7919 + count) % 1000)
     }
 
     /// Runs `operation` from `writers` tasks for `duration`; returns events per second.

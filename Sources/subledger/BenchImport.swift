@@ -44,7 +44,7 @@ struct ImportBench {
         defer { try? FileManager.default.removeItem(at: file) }
 
         let store = EventStore(pool: pool)
-        let payload = Data(#"{"productId":"com.example.pass.30d","transactionId":"1000000001","purchaseDate":"2026-11-22T05:00:00Z"}"#.utf8)
+        let payload = Data(Bench.payload.utf8)
         /// 500 events over 100 streams named by `prefix`, new keys for each `count`.
         @Sendable func batch(_ prefix: String, _ count: Int) -> [StreamAppend] {
             (0..<100).map { stream in
