@@ -2,8 +2,10 @@ import AppStore
 import EventStore
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Ledger
 import Logging
+import NIOCore
 import Postgres
 import ServiceLifecycle
 import SubledgerApp
@@ -26,19 +28,19 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     reader.combiner = ReadCombiner()
     HealthController(health: HealthStore(dependencies), metrics: dependencies.metrics, logger: dependencies.logger)
         .addRoutes(to: router)
-    RemindersController(store: ReminderStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
+    RemindersController(store: ReminderStore(pool: dependencies.pool, listings: dependencies.supportReads), keys: keys).addRoutes(to: router)
     SubscribersController(writer: writer, appStore: appStore, reader: reader, keys: keys).addRoutes(to: router)
     TransactionsController(reader: reader, keys: keys).addRoutes(to: router)
-    ProductsController(catalog: dependencies.catalog, invalidProducts: InvalidProductStore(pool: dependencies.pool),
+    ProductsController(catalog: dependencies.catalog, invalidProducts: InvalidProductStore(pool: dependencies.pool, listings: dependencies.supportReads),
                        keys: keys, logger: dependencies.logger)
         .addRoutes(to: router)
     OpenAPIController().addRoutes(to: router)
     AppStoreController(appStore: appStore, keys: keys).addRoutes(to: router)
-    NotificationsController(store: NotificationStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
+    NotificationsController(store: NotificationStore(pool: dependencies.pool, listings: dependencies.supportReads), keys: keys).addRoutes(to: router)
     ParkedController(store: ParkedEventStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
     ConsoleController().addRoutes(to: router)
     AppStoreAPIController(appStore: appStore, keys: keys).addRoutes(to: router)
-    let readModels = ReadModelQueries(pool: dependencies.pool)
+    let readModels = ReadModelQueries(pool: dependencies.pool, share: dependencies.supportReads)
     SubscriptionsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
     StatsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
     ParkedReplayController(store: dependencies.store, consumers: Projections.all(store: dependencies.store, catalog: dependencies.catalog.catalog),
@@ -49,18 +51,26 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
 
 /// The HTTP application with its services, in dependency order: the pool
 /// first (shut down last), then `extraServices` (workers), then the server.
-/// `extraRoutes` adds to the API's routes (the bench's floor routes).
+/// `extraRoutes` adds to the API's routes (the bench's floor routes);
+/// `onServerRunning` learns the listening channel (its port, when 0 was asked).
 public func buildApplication(
     _ dependencies: AppDependencies, services extraServices: [any Service] = [],
-    extraRoutes: (Router<AppRequestContext>) -> Void = { _ in }
+    extraRoutes: (Router<AppRequestContext>) -> Void = { _ in },
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let configuration = dependencies.configuration
     let router = buildRouter(dependencies)
     extraRoutes(router)
+    let limits = HTTPServerLimits(
+        readTimeout: configuration.httpReadTimeout, idleTimeout: configuration.httpIdleTimeout,
+        maximumConnections: configuration.httpMaximumConnections)
     return Application(
         router: router,
+        server: .http1(limits: limits),
         configuration: ApplicationConfiguration(
-            address: .hostname(configuration.host, port: configuration.port), serverName: "subledger"),
+            address: .hostname(configuration.host, port: configuration.port), serverName: "subledger",
+            availableConnectionsDelegate: MaximumAvailableConnections(limits.maximumConnections, logger: dependencies.logger)),
         services: [dependencies.pool] + extraServices,
+        onServerRunning: onServerRunning,
         logger: dependencies.logger)
 }

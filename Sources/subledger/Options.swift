@@ -48,6 +48,15 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong("db-idle-in-transaction-timeout"),
             help: "Seconds a transaction may sit idle (SUBLEDGER_DB_IDLE_IN_TRANSACTION_TIMEOUT, default 60).")
     var idleInTransactionTimeout: String?
+    @Option(name: .customLong("http-read-timeout"),
+            help: "Seconds a request's head and body may take to arrive, then 408 (SUBLEDGER_HTTP_READ_TIMEOUT, default 10).")
+    var httpReadTimeout: String?
+    @Option(name: .customLong("http-idle-timeout"),
+            help: "Seconds a keep-alive connection may sit idle (SUBLEDGER_HTTP_IDLE_TIMEOUT, default 60).")
+    var httpIdleTimeout: String?
+    @Option(name: .customLong("http-max-connections"),
+            help: "Connections open at once (SUBLEDGER_HTTP_MAX_CONNECTIONS, default 1000).")
+    var httpMaximumConnections: String?
     @Option(name: .customLong("appstore-key-file"), help: "The in-app purchase key, a .p8 file (SUBLEDGER_APPSTORE_KEY_FILE).")
     var appStoreKeyFile: String?
     @Option(name: .customLong("appstore-key-id"), help: "The in-app purchase key's id (SUBLEDGER_APPSTORE_KEY_ID).")
@@ -80,7 +89,8 @@ struct ConfigurationOptions: ParsableArguments {
             ("SUBLEDGER_APPSTORE_ENVIRONMENTS", appStoreEnvironments), ("SUBLEDGER_APPSTORE_APP_APPLE_ID", appStoreAppAppleID),
             ("SUBLEDGER_MAX_BODY_BYTES", maximumBodyBytes), ("SUBLEDGER_DB_STATEMENT_TIMEOUT", statementTimeout),
             ("SUBLEDGER_DB_LOCK_TIMEOUT", lockTimeout), ("SUBLEDGER_DB_IDLE_IN_TRANSACTION_TIMEOUT", idleInTransactionTimeout),
-            ("SUBLEDGER_APPSTORE_KEY_FILE", appStoreKeyFile),
+            ("SUBLEDGER_HTTP_READ_TIMEOUT", httpReadTimeout), ("SUBLEDGER_HTTP_IDLE_TIMEOUT", httpIdleTimeout),
+            ("SUBLEDGER_HTTP_MAX_CONNECTIONS", httpMaximumConnections), ("SUBLEDGER_APPSTORE_KEY_FILE", appStoreKeyFile),
             ("SUBLEDGER_APPSTORE_KEY_ID", appStoreKeyID), ("SUBLEDGER_APPSTORE_ISSUER_ID", appStoreIssuerID),
             ("SUBLEDGER_APPSTORE_API_URL", appStoreAPIURL), ("SUBLEDGER_APPSTORE_API_SANDBOX_URL", appStoreAPISandboxURL),
             ("SUBLEDGER_APPSTORE_RECONCILE_INTERVAL", appStoreReconcileInterval), ("SUBLEDGER_RESTORE_VERIFY", restoreVerify),

@@ -29,6 +29,10 @@ public struct AppDependencies: Sendable {
     /// Combines the router's concurrent one-fact writes into shared commits;
     /// its statistics say how (the benchmark prints them).
     public var writeCombiner = WriteCombiner()
+    /// The connections listings across subscribers (support and console
+    /// queries, stats) may hold at once: a quarter of the pool, so however
+    /// many of them arrive, writes and Apple's notifications find one.
+    public var supportReads: PoolShare
 
     public init(configuration: SubledgerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
                 metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
@@ -36,6 +40,7 @@ public struct AppDependencies: Sendable {
         self.configuration = configuration
         self.pool = pool
         self.store = EventStore(pool: pool, logger: logger)
+        self.supportReads = PoolShare(of: pool, limit: max(1, pool.configuration.maximumConnections / 4))
         self.catalog = catalog
         self.metrics = metrics
         self.consumers = consumers

@@ -45,6 +45,12 @@ public struct SubledgerConfiguration: Sendable {
     /// Largest request body accepted, in bytes (the contract's 1 MiB).
     public var maximumBodySize: Int = 1 << 20
     public var poolSize: Int = 16
+    /// How long a request's head and body may take to arrive (`SUBLEDGER_HTTP_READ_TIMEOUT`); later: 408 and close.
+    public var httpReadTimeout: Duration = .seconds(10)
+    /// How long a keep-alive connection may sit between requests (`SUBLEDGER_HTTP_IDLE_TIMEOUT`).
+    public var httpIdleTimeout: Duration = .seconds(60)
+    /// Connections open at once (`SUBLEDGER_HTTP_MAX_CONNECTIONS`); more wait to be accepted.
+    public var httpMaximumConnections: Int = 1000
     /// Limits every service connection sets on itself, so a stuck statement,
     /// lock wait or forgotten transaction cannot hold a connection for ever.
     public var sessionTimeouts = SessionTimeouts(
@@ -120,6 +126,14 @@ public struct SubledgerConfiguration: Sendable {
         sessionTimeouts.lockTimeout = try seconds("SUBLEDGER_DB_LOCK_TIMEOUT") ?? sessionTimeouts.lockTimeout
         sessionTimeouts.idleInTransactionSessionTimeout =
             try seconds("SUBLEDGER_DB_IDLE_IN_TRANSACTION_TIMEOUT") ?? sessionTimeouts.idleInTransactionSessionTimeout
+        httpReadTimeout = try seconds("SUBLEDGER_HTTP_READ_TIMEOUT") ?? httpReadTimeout
+        httpIdleTimeout = try seconds("SUBLEDGER_HTTP_IDLE_TIMEOUT") ?? httpIdleTimeout
+        if let count = value("SUBLEDGER_HTTP_MAX_CONNECTIONS") {
+            guard let number = Int(count), (1...1_000_000).contains(number) else {
+                throw ConfigurationError(variable: "SUBLEDGER_HTTP_MAX_CONNECTIONS", message: "expected a count from 1 to 1000000, got \(count)")
+            }
+            httpMaximumConnections = number
+        }
         if let bytes = value("SUBLEDGER_MAX_BODY_BYTES") {
             guard let number = Int(bytes), (1024...(256 << 20)).contains(number) else {
                 throw ConfigurationError(variable: "SUBLEDGER_MAX_BODY_BYTES", message: "expected bytes from 1024 to 268435456, got \(bytes)")

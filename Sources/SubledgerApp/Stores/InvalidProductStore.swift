@@ -7,7 +7,14 @@ import Postgres
 public struct InvalidProductStore: Sendable {
     let pool: ConnectionPool
 
-    public init(pool: ConnectionPool) { self.pool = pool }
+    /// Where listings across subscribers run: the support reads' share of
+    /// the pool (`AppDependencies.supportReads`), or else all of it.
+    let listings: PoolShare
+
+    public init(pool: ConnectionPool, listings: PoolShare? = nil) {
+        self.pool = pool
+        self.listings = listings ?? PoolShare(of: pool, limit: pool.configuration.maximumConnections)
+    }
 
     /// One identifier's reports.
     public struct Summary: Sendable, Encodable {
@@ -29,7 +36,7 @@ public struct InvalidProductStore: Sendable {
 
     /// Every reported identifier, most recently reported first.
     public func summaries(catalog: Catalog, limit: Int = 1000) async throws -> [Summary] {
-        let rows = try await pool.query("""
+        let rows = try await listings.query("""
             SELECT identifier, count(*), count(DISTINCT device_id), min(reported_at), max(reported_at)
             FROM invalid_product_reports GROUP BY identifier ORDER BY max(reported_at) DESC, identifier LIMIT \(limit)
             """)

@@ -89,12 +89,19 @@ public struct NotificationView: Sendable, Encodable {
 public struct NotificationStore: Sendable {
     let pool: ConnectionPool
 
-    public init(pool: ConnectionPool) { self.pool = pool }
+    /// Where listings across subscribers run: the support reads' share of
+    /// the pool (`AppDependencies.supportReads`), or else all of it.
+    let listings: PoolShare
+
+    public init(pool: ConnectionPool, listings: PoolShare? = nil) {
+        self.pool = pool
+        self.listings = listings ?? PoolShare(of: pool, limit: pool.configuration.maximumConnections)
+    }
 
     /// Notifications, most recently received first, of one subscriber and/or
     /// in one status (`pending`: the unattributed ones waiting for a claim).
     public func list(subscriberID: String? = nil, status: NotificationStatus? = nil, limit: Int = 100) async throws -> [NotificationView] {
-        try await pool.query("""
+        try await listings.query("""
             SELECT notification_uuid, notification_type, subtype, status, attribution, environment, subscriber_id,
                    transaction_id, original_transaction_id, product_id, summary, error_code, error_message,
                    signed_date, received_at, applied_at

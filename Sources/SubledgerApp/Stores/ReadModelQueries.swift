@@ -5,10 +5,11 @@ import Postgres
 /// Questions across subscribers, answered from the read models
 /// (`sql/0007_read_models.sql`) by SQL, never by folding streams.
 public struct ReadModelQueries: Sendable {
-    let pool: ConnectionPool
+    /// The support reads' share of the pool (`AppDependencies.supportReads`), or all of it.
+    let reads: PoolShare
 
-    public init(pool: ConnectionPool) {
-        self.pool = pool
+    public init(pool: ConnectionPool, share: PoolShare? = nil) {
+        self.reads = share ?? PoolShare(of: pool, limit: pool.configuration.maximumConnections)
     }
 
     // MARK: Subscriptions
@@ -63,7 +64,7 @@ public struct ReadModelQueries: Sendable {
     /// names, so rows written or removed meanwhile never shift the others.
     public func subscriptions(_ filter: SubscriptionFilter, now: Date) async throws -> (page: [ListedSubscription], next: SubscriptionCursor?) {
         let cursor = filter.cursor
-        let rows = try await pool.query("""
+        let rows = try await reads.query("""
             SELECT s.subscriber_id, s."group", s.series, coalesce(c.product_id, s.product_id), s.type,
                    subscription_status(\(now)::timestamptz, s.starts_at, s.expires_at, s.grace_ends_at, s.revoked_at),
                    s.expires_at, s.auto_renew, coalesce(c.original_transaction_id, s.original_transaction_id),
@@ -137,7 +138,7 @@ public struct ReadModelQueries: Sendable {
     }
 
     public func stats(at: Date, environment: Environment) async throws -> Stats {
-        let rows = try await pool.query("""
+        let rows = try await reads.query("""
             WITH e AS (SELECT entitlement, subscriber_id FROM entitlements
                        WHERE environment = \(environment.rawValue) AND starts_at <= \(at)::timestamptz
                          AND (ends_at IS NULL OR \(at)::timestamptz < ends_at)),
@@ -196,7 +197,7 @@ public struct ReadModelQueries: Sendable {
     /// is the index of that first point.
     public func activeSeries(from: Date, to: Date, interval: Interval, entitlement: String?,
                              environment: Environment) async throws -> [SeriesPoint] {
-        try await pool.query("""
+        try await reads.query("""
             WITH points AS (
                 SELECT array_agg(at ORDER BY at) AS ats
                 FROM generate_series(\(from)::timestamptz, \(to)::timestamptz, \(interval.sqlInterval)::interval) AS g(at)

@@ -33,13 +33,20 @@ public struct ReminderView: Sendable, Equatable, Encodable {
 public struct ReminderStore: Sendable {
     let pool: ConnectionPool
 
-    public init(pool: ConnectionPool) { self.pool = pool }
+    /// Where listings across subscribers run: the support reads' share of
+    /// the pool (`AppDependencies.supportReads`), or else all of it.
+    let listings: PoolShare
+
+    public init(pool: ConnectionPool, listings: PoolShare? = nil) {
+        self.pool = pool
+        self.listings = listings ?? PoolShare(of: pool, limit: pool.configuration.maximumConnections)
+    }
 
     /// Reminders across subscribers (or of one), by due time; `dueAfter` is
     /// inclusive, `dueBefore` exclusive.
     public func list(status: ReminderStatus? = nil, subscriberID: String? = nil, dueAfter: Date? = nil, dueBefore: Date? = nil,
                      limit: Int = 1000) async throws -> [ReminderView] {
-        try await pool.query("""
+        try await listings.query("""
             SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders
             WHERE (\(status?.rawValue)::text IS NULL OR status = \(status?.rawValue))
               AND (\(subscriberID)::text IS NULL OR subscriber_id = \(subscriberID))

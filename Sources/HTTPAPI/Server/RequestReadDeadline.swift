@@ -1,0 +1,118 @@
+import Hummingbird
+import NIOCore
+import NIOHTTPTypes
+
+/// Answers 408 and closes a connection whose request does not arrive in time.
+///
+/// The clock starts when a connection opens and when the first byte of a
+/// later request arrives, and stops when the parser reports the request's end
+/// (`RequestProgressHandler`). Between requests nothing runs here: an idle
+/// keep-alive connection is the idle timeout's. Sits first in the pipeline and
+/// writes its answer as raw bytes, so a client that never completes a head is
+/// answered too.
+final class RequestReadDeadline: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let timeout: TimeAmount
+    private var timer: Scheduled<Void>?
+    private var context: ChannelHandlerContext?
+    /// A response has begun and not ended: a 408 now would corrupt it.
+    private var isResponding = false
+
+    init(timeout: TimeAmount) {
+        self.timeout = timeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { start() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        stop()
+        self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start()
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        stop()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        start()
+        context.fireChannelRead(data)
+    }
+
+    /// The parser has the whole request.
+    func requestEnded() { stop() }
+
+    func responseStarted() { isResponding = true }
+
+    func responseEnded() { isResponding = false }
+
+    private func start() {
+        guard timer == nil, let context else { return }
+        timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
+            timer = nil
+            expire()
+        }
+    }
+
+    private func stop() {
+        timer?.cancel()
+        timer = nil
+    }
+
+    private func expire() {
+        guard let context, context.channel.isActive else { return }
+        guard !isResponding else {
+            context.close(promise: nil)
+            return
+        }
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(Self.answer), promise: promise)
+        promise.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+
+    /// The whole 408, written below the HTTP encoder.
+    private static let answer: ByteBuffer = {
+        let body = #"{"error":{"code":"request_timeout","message":"the request's head and body did not arrive in time"}}"#
+        return ByteBuffer(string: "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
+    }()
+}
+
+/// Tells the read deadline where requests end and responses begin, as the
+/// parser and the encoder see them.
+final class RequestProgressHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let deadline: RequestReadDeadline
+
+    init(deadline: RequestReadDeadline) {
+        self.deadline = deadline
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .end = unwrapInboundIn(data) { deadline.requestEnded() }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head: deadline.responseStarted()
+        case .end: deadline.responseEnded()
+        case .body: break
+        }
+        context.write(data, promise: promise)
+    }
+}
