@@ -54,6 +54,41 @@ public struct PostgresError: Error, Sendable {
         sqlState?.isDataError == true
     }
 
+    /// Why the database could not do this now, when it is a limit or an
+    /// outage rather than the statement's fault: the same request may succeed
+    /// shortly (an HTTP 503 with `Retry-After`, not a 500). Nil otherwise.
+    public var unavailability: Unavailability? {
+        if code == .poolTimeout || code == .poolClosed { return .poolExhausted }
+        if isConnectionBroken { return .connectionLost }
+        guard let sqlState else { return nil }
+        switch sqlState {
+        case .queryCanceled: return .statementTimeout
+        case .lockNotAvailable: return .lockTimeout
+        case .readOnlySQLTransaction: return .readOnly
+        case .serializationFailure, .deadlockDetected: return .contention
+        default: return sqlState.rawValue.hasPrefix("53") ? .insufficientResources : nil
+        }
+    }
+
+    /// The kinds of `unavailability`, each a label of the metric that counts them.
+    public enum Unavailability: String, Sendable, CaseIterable {
+        /// 57014: `statement_timeout` (or a cancel) ended the statement.
+        case statementTimeout = "statement_timeout"
+        /// 55P03: `lock_timeout` passed waiting for a lock.
+        case lockTimeout = "lock_timeout"
+        /// No pooled connection became free in time, or the pool is closing.
+        case poolExhausted = "pool_exhausted"
+        /// Class 53: too many connections (53300), out of memory or disk.
+        case insufficientResources = "insufficient_resources"
+        /// 25006: the server is a standby or was made read-only (a failover).
+        case readOnly = "read_only"
+        /// The connection broke or could not be opened (restart, network,
+        /// failover, a server refusing connections).
+        case connectionLost = "connection_lost"
+        /// 40001 or 40P01: concurrent transactions collided past their retries.
+        case contention
+    }
+
     /// True when the connection this error came from can no longer be used.
     public var isConnectionBroken: Bool {
         code == .connectionLost || code == .connectionFailed
@@ -94,6 +129,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable {
     public static let adminShutdown = SQLState("57P01")
     public static let crashShutdown = SQLState("57P02")
     public static let cannotConnectNow = SQLState("57P03")
+    public static let tooManyConnections = SQLState("53300")
+    public static let readOnlySQLTransaction = SQLState("25006")
     public static let undefinedTable = SQLState("42P01")
     public static let stringDataRightTruncation = SQLState("22001")
     public static let divisionByZero = SQLState("22012")

@@ -32,13 +32,16 @@ enum Keys {
 let catalogModified = Date(timeIntervalSince1970: 1_700_000_000)
 
 /// The application's dependencies on a fresh, migrated database.
-func makeDependencies(restorePolicy: RestorePolicy = .transfer, poolSize: Int = 8) async throws -> AppDependencies {
-    let conninfo = try await TestDatabase.make()
+/// `pool` changes how the pool connects (timeouts, conninfo) before it is made.
+func makeDependencies(restorePolicy: RestorePolicy = .transfer, poolSize: Int = 8,
+                      pool configure: (inout PoolConfiguration) -> Void = { _ in }) async throws -> AppDependencies {
+    var poolConfiguration = PoolConfiguration(conninfo: try await TestDatabase.make(), maximumConnections: poolSize)
+    configure(&poolConfiguration)
     var configuration = SubledgerConfiguration()
     configuration.apiKeys = APIKeys([(.ingest, Keys.ingest), (.support, Keys.support), (.admin, Keys.admin)])
     configuration.restorePolicy = restorePolicy
     let logger = Logger(label: "server-tests")
-    let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: poolSize), logger: logger)
+    let pool = ConnectionPool(configuration: poolConfiguration, logger: logger)
     let data = Data(exampleCatalogJSON.utf8)
     let catalog = CatalogSource(catalog: try Catalog.decode(from: data), modified: catalogModified, raw: data)
     return AppDependencies(configuration: configuration, pool: pool, catalog: catalog, logger: logger)

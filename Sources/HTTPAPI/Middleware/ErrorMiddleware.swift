@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Ledger
 import Logging
+import Metrics
 import Postgres
 import SubledgerApp
 
@@ -9,6 +10,15 @@ import SubledgerApp
 /// status; anything unexpected is logged and answered 500 without detail.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
+    /// `subledger_database_unavailable_total`, by reason.
+    private let unavailable: [PostgresError.Unavailability: Counter]
+
+    init(logger: Logger, factory: any MetricsFactory = MetricsSystem.factory) {
+        self.logger = logger
+        unavailable = Dictionary(uniqueKeysWithValues: PostgresError.Unavailability.allCases.map { reason in
+            (reason, Counter(label: "subledger_database_unavailable_total", dimensions: [("reason", reason.rawValue)], factory: factory))
+        })
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -21,11 +31,12 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try APIError(error).response(from: request, context: context)
         } catch let error as AppStoreAPIError {
             logger.warning("app store server api call failed", metadata: [
-                "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(error)",
+                "http.method": "\(request.method)", "http.path": "\(UntrustedText.escaped(request.uri.path))", "error": "\(error)",
             ])
             return try APIError(error.serviceError).response(from: request, context: context)
         } catch let error as WriteContention {
-            return try APIError(.serviceUnavailable, code: "contention", message: error.description)
+            unavailable[.contention]?.increment()
+            return try APIError(.serviceUnavailable, code: "contention", message: error.description, retryAfter: 1)
                 .response(from: request, context: context)
         } catch let error as PostgresError where error.isDataError {
             // A value the database cannot store or index: the input's fault.
@@ -44,19 +55,19 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 APIError(error.status, code: "http_\(error.status.code)", message: error.body ?? error.status.reasonPhrase)
             }
             return try apiError.response(from: request, context: context)
-        } catch let error as PostgresError where error.code == .poolTimeout || error.code == .poolClosed
-            || error.isConnectionBroken
-        {
-            // Overload or a database away: temporary, so 503 and not a server bug.
+        } catch let error as PostgresError where error.unavailability != nil {
+            // A limit of the database or the database away: temporary, so 503
+            // and not a server bug.
+            let reason = error.unavailability ?? .connectionLost
+            unavailable[reason]?.increment()
             logger.warning("database unavailable for a request", metadata: [
-                "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(error)",
+                "http.method": "\(request.method)", "http.path": "\(UntrustedText.escaped(request.uri.path))", "db.unavailable": "\(reason.rawValue)",
+                "error": "\(error)",
             ])
-            return try APIError(.serviceUnavailable, code: "database_unavailable",
-                                message: "the database is busy or unreachable; retry shortly")
-                .response(from: request, context: context)
+            return try APIError.databaseUnavailable(reason).response(from: request, context: context)
         } catch {
             logger.error("request failed", metadata: [
-                "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(String(reflecting: error))",
+                "http.method": "\(request.method)", "http.path": "\(UntrustedText.escaped(request.uri.path))", "error": "\(String(reflecting: error))",
             ])
             return try APIError(.internalServerError, code: "internal_error", message: "the server failed to answer; it has been logged")
                 .response(from: request, context: context)

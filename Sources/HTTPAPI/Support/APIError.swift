@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Ledger
+import Postgres
 import SubledgerApp
 
 /// An error answered as `{"error": {"code", "message", "field"}}`.
@@ -9,12 +10,27 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     public var code: String
     public var message: String
     public var field: String?
+    /// Seconds a client should wait before trying again (`Retry-After`).
+    public var retryAfter: Int?
 
-    public init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
+    public init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.field = field
+        self.retryAfter = retryAfter
+    }
+
+    /// A limit of the database or the database away: worth retrying, soon
+    /// for a limit that a moment clears, later for an outage.
+    public static func databaseUnavailable(_ reason: PostgresError.Unavailability) -> APIError {
+        let retryAfter = switch reason {
+        case .statementTimeout, .lockTimeout, .poolExhausted, .contention: 1
+        case .insufficientResources, .readOnly, .connectionLost: 5
+        }
+        return APIError(.serviceUnavailable, code: "database_unavailable",
+                        message: "the database is busy or unreachable (\(reason.rawValue)); retry after \(retryAfter) s",
+                        retryAfter: retryAfter)
     }
 
     /// The status of each kind of refusal: the one place the ledger's errors become HTTP.
@@ -36,10 +52,16 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         case .upstreamUnreachable: .badGateway
         case .upstreamUnavailable, .notConfigured: .serviceUnavailable
         }
-        self.init(status, code: error.code, message: error.message)
+        // An upstream that cannot now may later: say when to try again.
+        let retryAfter = error.kind == .upstreamUnavailable ? Int(max(1, error.retryAfter?.components.seconds ?? 5)) : nil
+        self.init(status, code: error.code, message: error.message, retryAfter: retryAfter)
     }
 
-    public var headers: HTTPFields { [.contentType: "application/json"] }
+    public var headers: HTTPFields {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        return headers
+    }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))

@@ -13,11 +13,14 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     public var kind: Kind
     public var code: String
     public var message: String
+    /// When it is worth trying again (`Retry-After`); nil: not said.
+    public var retryAfter: Duration?
 
-    public init(_ kind: Kind, code: String, message: String) {
+    public init(_ kind: Kind, code: String, message: String, retryAfter: Duration? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
+        self.retryAfter = retryAfter
     }
 
     public var description: String { "\(code): \(message)" }
