@@ -195,7 +195,8 @@ struct Import: AsyncParsableCommand {
             }
             var reported = 0
             defer { if onTerminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) } }
-            return try await importer.importLines(NDJSONReader(handle: handle)) { progress in
+            let lines = NDJSONReader(handle: handle, maximumLineLength: database.configuration.maximumBodySize)
+            return try await importer.importLines(lines) { progress in
                 if onTerminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
                 for rejected in progress.rejected[reported...] {
                     FileHandle.standardError.write(Data("\(rejected)\n".utf8))

@@ -35,3 +35,46 @@ struct NDJSONReaderTests {
         }
     }
 }
+
+/// A line longer than the limit is reported by number without being held.
+struct OverlongImportLineTests {
+    /// The process's peak resident memory, in bytes.
+    static func peakMemory() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+    }
+
+    @Test func aLineOverTheLimitIsSkippedWithItsNumberAndMemoryStaysBounded() throws {
+        let pipe = Pipe()
+        let hugeLength = 256 << 20
+        // Written as it is read, the way `subledger import -` reads standard input.
+        let writer = Thread {
+            let handle = pipe.fileHandleForWriting
+            handle.write(Data(#"{"subscriberId": "a"}"#.utf8 + [0x0A]))
+            let chunk = Data(repeating: UInt8(ascii: "x"), count: 1 << 20)
+            for _ in 0..<(hugeLength >> 20) { handle.write(chunk) }
+            handle.write(Data([0x0A] + #"{"subscriberId": "c"}"#.utf8 + [0x0A]))
+            try? handle.close()
+        }
+        let before = Self.peakMemory()
+        writer.start()
+        let lines = Array(NDJSONReader(handle: pipe.fileHandleForReading, maximumLineLength: 1 << 20))
+        let grown = Self.peakMemory() - before
+        #expect(lines.map(\.number) == [1, 2, 3])
+        #expect(lines[1].skippedLength == hugeLength && lines[1].text.isEmpty)
+        #expect(lines[0].skippedLength == nil && lines[2].skippedLength == nil)
+        #expect(String(decoding: lines[2].text, as: UTF8.self) == #"{"subscriberId": "c"}"#)
+        #expect(grown < 64 << 20, "peak memory grew by \(grown >> 20) MiB reading a \(hugeLength >> 20) MiB line")
+    }
+
+    @Test func aLineExactlyAtTheLimitIsKept() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("ndjson-\(UUID().uuidString)")
+        try Data(repeating: UInt8(ascii: "y"), count: 1000).write(to: url)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let kept = Array(NDJSONReader(handle: try FileHandle(forReadingFrom: url), maximumLineLength: 1000))
+        #expect(kept.count == 1 && kept[0].text.count == 1000 && kept[0].skippedLength == nil)
+        let skipped = Array(NDJSONReader(handle: try FileHandle(forReadingFrom: url), maximumLineLength: 999))
+        #expect(skipped.count == 1 && skipped[0].text.isEmpty && skipped[0].skippedLength == 1000)
+    }
+}

@@ -8,10 +8,14 @@ import Postgres
 public struct ImportLine: Sendable {
     public var number: Int
     public var text: Data
+    /// Set when the line was longer than the reader's limit: its bytes
+    /// were skipped, not kept, and `text` is empty.
+    public var skippedLength: Int?
 
-    public init(number: Int, text: Data) {
+    public init(number: Int, text: Data, skippedLength: Int? = nil) {
         self.number = number
         self.text = text
+        self.skippedLength = skippedLength
     }
 }
 
@@ -175,6 +179,12 @@ public struct Importer: Sendable {
         var parsed = ParsedChunk()
         parsed.lines.reserveCapacity(lines.count)
         for line in lines {
+            if let length = line.skippedLength {
+                parsed.summary.lines += 1
+                parsed.summary.rejected.append(RejectedLine(
+                    line: line.number, reason: "invalid_field: the line is \(length) bytes or more, over the limit of a request body"))
+                continue
+            }
             guard line.text.contains(where: { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0D) }) else { continue }
             parsed.summary.lines += 1
             do {
