@@ -20,6 +20,8 @@ public struct AppStoreVerifier: Sendable {
     /// The ledger environments accepted (`SUBLEDGER_APPSTORE_ENVIRONMENTS`);
     /// Xcode and local testing count as Sandbox.
     public var environments: Set<Ledger.Environment> = [.production, .sandbox]
+    /// Chains validated before; shared by the copies of this verifier.
+    public var verifiedChains = VerifiedChainCache()
 
     /// Marks the leaf as Apple's App Store receipt signer.
     static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
@@ -141,24 +143,15 @@ public struct AppStoreVerifier: Sendable {
                                             "The JWS header's 'x5c' must hold exactly 3 certificates (leaf, intermediate, root), got \(jws.header.x5c?.count ?? 0).",
                                             field: field)
         }
-        var chain: [Certificate] = []
-        for (index, encoded) in x5c.enumerated() {
-            guard let der = Data(base64Encoded: encoded), let certificate = try? Certificate(derEncoded: Array(der)) else {
-                throw AppStoreVerificationError(.invalidCertificateChain, "x5c[\(index)] is not a base64 DER certificate.", field: field)
-            }
-            chain.append(certificate)
-        }
-
         // The chain is judged at signedDate, read before the signature is
         // checked; a forged date fails the signature check right after.
-        guard let signedDate = (try? Self.payloadDecoder.decode(SignedDate.self, from: jws.payload))?.signedDate else {
-            throw AppStoreVerificationError(.invalidPayload,
-                                            "The JWS payload must be a JSON object with 'signedDate' in milliseconds since 1970.", field: field)
-        }
-        try await verifyChain(leaf: chain[0], intermediate: chain[1], root: chain[2], at: signedDate, field: field)
-
-        guard let key = P256.Signing.PublicKey(chain[0].publicKey) else {
-            throw AppStoreVerificationError(.invalidCertificateChain, "The leaf certificate's key is not a P-256 key.", field: field)
+        let signedDate = (try? Self.payloadDecoder.decode(SignedDate.self, from: jws.payload))?.signedDate
+        let chainKey = VerifiedChainCache.key(x5c)
+        let key: P256.Signing.PublicKey
+        if let signedDate, let known = verifiedChains.key(for: chainKey, at: signedDate) {
+            key = known
+        } else {
+            key = try await verifiedLeafKey(x5c, at: signedDate, field: field)
         }
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature),
               key.isValidSignature(signature, for: jws.signingInput)
@@ -176,6 +169,30 @@ public struct AppStoreVerifier: Sendable {
                                             field: field)
         }
         return try payload.withinLimits(field: field)
+    }
+
+    /// Parses and validates a chain not in the cache, and caches its leaf key.
+    private func verifiedLeafKey(_ x5c: [String], at signedDate: Date?, field: String)
+        async throws(AppStoreVerificationError) -> P256.Signing.PublicKey {
+        var chain: [Certificate] = []
+        for (index, encoded) in x5c.enumerated() {
+            guard let der = Data(base64Encoded: encoded), let certificate = try? Certificate(derEncoded: Array(der)) else {
+                throw AppStoreVerificationError(.invalidCertificateChain, "x5c[\(index)] is not a base64 DER certificate.", field: field)
+            }
+            chain.append(certificate)
+        }
+        guard let signedDate else {
+            throw AppStoreVerificationError(.invalidPayload,
+                                            "The JWS payload must be a JSON object with 'signedDate' in milliseconds since 1970.", field: field)
+        }
+        try await verifyChain(leaf: chain[0], intermediate: chain[1], root: chain[2], at: signedDate, field: field)
+        guard let key = P256.Signing.PublicKey(chain[0].publicKey) else {
+            throw AppStoreVerificationError(.invalidCertificateChain, "The leaf certificate's key is not a P-256 key.", field: field)
+        }
+        verifiedChains.insert(VerifiedChainCache.Entry(key: key.rawRepresentation, validFrom: chain.map(\.notValidBefore).max() ?? signedDate,
+                                                       validUntil: chain.map(\.notValidAfter).min() ?? signedDate),
+                              for: VerifiedChainCache.key(x5c))
+        return key
     }
 
     /// Pre-checks give each failure its own code; `X509.Verifier` then has the
