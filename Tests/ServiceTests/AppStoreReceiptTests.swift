@@ -37,6 +37,15 @@ actor FakeAppStore {
                 return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: answer)))
             }
         }
+        // Sends the request on to a collector that would answer as Apple does.
+        router.post("redirect") { _, _ -> Response in
+            Response(status: .temporaryRedirect, headers: [.location: "/collector"])
+        }
+        router.post("collector") { request, _ -> Response in
+            let data = Data(try await request.body.collect(upTo: 1 << 20).readableBytesView)
+            let answer = await self.answer("collector", body: data)
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: answer)))
+        }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(.live) { client in
             try await body("http://127.0.0.1:\(client.port!)")
@@ -194,6 +203,18 @@ struct AppStoreReceiptTests {
             let response = try await app.client.post("/v1/subscribers/gina/receipts", Self.body)
             #expect(response.status == .badGateway)
             #expect(await fake.calls("production") == 4)
+        })
+    }
+
+    /// The request carries the shared secret: a redirect must not take it elsewhere.
+    @Test func aRedirectIsNotFollowed() async throws {
+        try await withFake({ fake, app in
+            await fake.script("collector", [Self.validProduction])
+            let response = try await app.client.post("/v1/subscribers/ivan/receipts", Self.body)
+            #expect(response.status == .badGateway, "\(response.text)")
+            #expect(await fake.calls("collector") == 0, "the receipt and the shared secret were re-sent to the redirect's target")
+        }, configure: { configuration, baseURL in
+            configuration.appStoreVerifyURL = baseURL + "/redirect"
         })
     }
 

@@ -93,6 +93,23 @@ struct ReminderDispatcherTests {
         }
     }
 
+    /// The receiver chooses the Location: only its start is stored.
+    @Test func aLongRedirectLocationIsTruncatedBeforeItIsStored() async throws {
+        try await ReminderFixture.with { fixture in
+            let receiver = WebhookReceiver(failuresPerID: 0)
+            try await withReceiver(receiver) { url in
+                try await fixture.append("cal", [ReminderFixture.pass("tc1", at: Date() - 25 * 86_400)])
+                try await fixture.project()
+                try await fixture.makeDue(lead: "P1D")
+                let dispatcher = fixture.dispatcher(url: url.replacingOccurrences(of: "/hook", with: "/moved-far"), firstRetry: .seconds(30))
+                #expect(try await dispatcher.dispatchDue() == 1)
+                let error = try await fixture.delivery(lead: "P1D").lastError ?? ""
+                #expect(error.contains("HTTP 302 redirect to /hook?xxx"), "\(error.prefix(300))")
+                #expect(error.utf8.count < 400, "\(error.utf8.count) bytes stored")
+            }
+        }
+    }
+
     /// Several dispatchers racing over the same due reminders, each claiming
     /// a few at a time: every reminder is delivered exactly once. (Without the
     /// locking claim, two claims running at the same moment both take the
@@ -378,6 +395,10 @@ func withReceiver(_ receiver: WebhookReceiver, _ body: @escaping @Sendable (Stri
     // A redirect to a page that would answer 200.
     router.post("/moved") { _, _ -> Response in
         Response(status: .found, headers: [.location: "/hook"])
+    }
+    // A redirect whose Location is far longer than anything worth storing.
+    router.post("/moved-far") { _, _ -> Response in
+        Response(status: .found, headers: [.location: "/hook?" + String(repeating: "x", count: 20_000)])
     }
     let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
     try await app.test(.live) { client in

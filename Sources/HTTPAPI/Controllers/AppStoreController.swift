@@ -39,7 +39,9 @@ struct AppStoreController {
         } catch {
             NotificationService.count(type: "unverified", outcome: "invalid")
             notifications.logger.notice("app store notification refused", metadata: [
-                "error.code": "\(error.code)", "error.field": "\(error.field)", "error.message": "\(error.message)",
+                // The message quotes the sender's header and certificate subjects.
+                "error.code": "\(error.code)", "error.field": "\(error.field)",
+                "error.message": "\(UntrustedText.escaped(error.message, limit: 512))",
             ])
             throw APIError(error.ledgerError)
         }

@@ -121,8 +121,8 @@ struct ProductsController {
         try await invalidProducts.record(report.identifiers, deviceID: report.deviceID)
         Self.invalidIdentifiers.increment(by: report.identifiers.count)
         logger.warning("the store reported product identifiers invalid", metadata: [
-            "product.identifiers": "\(report.identifiers.joined(separator: ","))",
-            "device.id": "\(report.deviceID ?? "-")",
+            "product.identifiers": "\(UntrustedText.escaped(report.identifiers.joined(separator: ","), limit: 1024))",
+            "device.id": "\(UntrustedText.escaped(report.deviceID ?? "-"))",
         ])
         return try .json(RecordedBody(recorded: report.identifiers.count), status: .created)
     }

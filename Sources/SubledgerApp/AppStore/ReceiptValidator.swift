@@ -21,7 +21,7 @@ struct ReceiptValidator: Sendable {
     var client: HTTPClient
     let logger: Logger
 
-    init(configuration: SubledgerConfiguration, client: HTTPClient = .shared, logger: Logger) {
+    init(configuration: SubledgerConfiguration, client: HTTPClient = .withoutRedirects, logger: Logger) {
         productionURL = configuration.appStoreVerifyURL
         sandboxURL = configuration.appStoreSandboxURL
         sharedSecret = configuration.appStoreSharedSecret

@@ -71,7 +71,7 @@ public struct ReminderDispatcher: Service {
     let logger: Logger
 
     public init(pool: ConnectionPool, store: EventStore, conninfo: String, settings: Settings,
-                client: HTTPClient = .webhooks, logger: Logger = Logger(label: "subledger.reminders.dispatcher")) {
+                client: HTTPClient = .withoutRedirects, logger: Logger = Logger(label: "subledger.reminders.dispatcher")) {
         self.pool = pool
         self.deliveries = ReminderDeliveryStore(pool: pool, store: store)
         self.conninfo = conninfo
@@ -221,7 +221,8 @@ public struct ReminderDispatcher: Service {
             }
             if (300..<400).contains(status) {
                 return .failure(DeliveryFailure(
-                    description: "HTTP \(status) redirect to \(location ?? "nowhere"): redirects are not followed; configure the final URL"))
+                    description: "HTTP \(status) redirect to \(location.map { UntrustedText.escaped($0, limit: 200) } ?? "nowhere"): "
+                        + "redirects are not followed; configure the final URL"))
             }
             return (200..<300).contains(status) ? .success(()) : .failure(DeliveryFailure(description: "HTTP \(status)"))
         } catch is DeadlineExceeded {
@@ -268,9 +269,11 @@ public struct ReminderDispatcher: Service {
 }
 
 extension HTTPClient {
-    /// Webhook deliveries: redirects are not followed, so only the configured
-    /// receiver's own 2xx marks a reminder sent. Lives as long as the process.
-    public static let webhooks = HTTPClient(
+    /// A client that follows no redirect: webhook deliveries, so only the
+    /// configured receiver's own 2xx marks a reminder sent, and receipt
+    /// validation, so the shared secret in its body is never re-sent to
+    /// wherever a redirect points. Lives as long as the process.
+    public static let withoutRedirects = HTTPClient(
         eventLoopGroup: HTTPClient.defaultEventLoopGroup,
         configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
 }

@@ -1,0 +1,69 @@
+import AppStoreTesting
+import Foundation
+import Logging
+import SubledgerApp
+import Synchronization
+import Testing
+
+/// Log lines and their metadata, as a handler received them.
+final class CapturedLogs: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var all: [String] { lines.withLock { $0 } }
+
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+
+    var logger: Logger {
+        Logger(label: "captured") { _ in CapturingLogHandler(sink: self) }
+    }
+}
+
+struct CapturingLogHandler: LogHandler {
+    let sink: CapturedLogs
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+             file: String, function: String, line: UInt) {
+        let fields = (metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        sink.append(([message.description] + fields).joined(separator: " "))
+    }
+}
+
+/// Text an attacker chose never reaches a log line unescaped.
+@Suite struct LogEscapingTests {
+    @Test func aForgedHeaderIsLoggedEscaped() async throws {
+        let logs = CapturedLogs()
+        var dependencies = try await makeDependencies()
+        dependencies.logger = logs.logger
+        dependencies.appStoreVerifier = AppStoreNotificationTests.verifier
+        let header = TestAppStore.base64URL(try JSONSerialization.data(withJSONObject: [
+            "alg": "ES256\n2026-01-01T00:00:00Z critical admin key rotated\u{1B}[2J", "x5c": [String](),
+        ]))
+        let jws = header + "." + TestAppStore.base64URL(Data("{}".utf8)) + ".AAAA"
+        try await withRouter(dependencies) { client in
+            let response = try await client.post("/v1/appstore/notifications", #"{"signedPayload": "\#(jws)"}"#, key: nil)
+            #expect(response.status == .badRequest)
+            #expect(response.error.code == "unsupported_algorithm")
+        }
+        let refused = logs.all.filter { $0.hasPrefix("app store notification refused") }
+        #expect(refused.count == 1, "\(logs.all)")
+        for line in refused {
+            #expect(!line.contains("\n") && !line.contains("\u{1B}"), "\(line)")
+            #expect(line.contains(#"ES256\n2026"#), "\(line)")
+        }
+    }
+
+    @Test func escapingCapsAndEscapesControlCharacters() {
+        #expect(UntrustedText.escaped("a\nb\u{0}c\u{1B}[0m\\") == #"a\nb\u{0}c\u{1b}[0m\\"#)
+        #expect(UntrustedText.escaped("\u{2028}\u{202E}") == #"\u{2028}\u{202e}"#)
+        let long = UntrustedText.escaped(String(repeating: "é", count: 1000), limit: 100)
+        #expect(long.utf8.count < 130 && long.hasSuffix("…(2000 bytes)"), "\(long)")
+        #expect(UntrustedText.escaped("plain-id_1") == "plain-id_1")
+    }
+}
