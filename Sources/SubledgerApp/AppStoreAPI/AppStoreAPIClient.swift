@@ -133,7 +133,9 @@ public struct AppStoreAPIClient: Sendable {
                     ?? now.addingTimeInterval(Double(settings.defaultRateLimitWait.components.seconds)
                                               + Double(settings.defaultRateLimitWait.components.attoseconds) / 1e18)
                 let delay = Duration.milliseconds(max(0, Int64((retryAt.timeIntervalSince(now) * 1000).rounded(.up))))
-                await pacer.pause(call.endpoint, call.environment, for: delay)
+                // A longer Retry-After than the client waits is refused below;
+                // it holds the endpoint back no longer than the client would wait.
+                await pacer.pause(call.endpoint, call.environment, for: min(delay, settings.maximumRateLimitWait))
                 guard delay <= settings.maximumRateLimitWait, rateLimitWaits < settings.maximumRateLimitWaits else {
                     throw AppStoreAPIError(.rateLimited(retryAt: retryAt), endpoint: call.endpoint, status: 429, appleErrorCode: apple?.errorCode,
                                            message: "Apple's rate limit was reached; it allows the next request at \(RFC3339.format(retryAt))")

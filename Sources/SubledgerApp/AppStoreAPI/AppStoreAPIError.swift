@@ -70,7 +70,10 @@ public struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
     public var serviceError: ServiceError {
         switch kind {
         case .notConfigured, .unauthorized: ServiceError(.notConfigured, code: code, message: description)
-        case .rateLimited, .unavailable: ServiceError(.upstreamUnavailable, code: code, message: description)
+        case .rateLimited(let retryAt):
+            ServiceError(.upstreamUnavailable, code: code, message: description,
+                         retryAfter: .seconds(max(1, Int64(retryAt.timeIntervalSinceNow.rounded(.up)))))
+        case .unavailable: ServiceError(.upstreamUnavailable, code: code, message: description)
         case .unreachable, .notFound, .rejected, .invalidAnswer, .unverifiedAnswer:
             ServiceError(.upstreamUnreachable, code: code, message: description)
         }

@@ -39,6 +39,12 @@ public struct AppStoreAPISettings: Sendable {
     /// The longest a call waits out a 429's `Retry-After` before giving up
     /// with `rateLimited` (the worker then waits the rest itself).
     public var maximumRateLimitWait: Duration = .seconds(120)
+    /// The longest a call waits for its turn in the client's own queue; a
+    /// call that would wait longer is refused at once (503 with `Retry-After`).
+    public var maximumQueueWait: Duration = .seconds(10)
+    /// Pages of notification history one reconciliation reads at most
+    /// (20 notifications a page).
+    public var maximumHistoryPages = 5000
     /// Without a usable `Retry-After`, how long a 429 pauses the endpoint.
     public var defaultRateLimitWait: Duration = .seconds(10)
     /// 429s waited out in one call before giving up.

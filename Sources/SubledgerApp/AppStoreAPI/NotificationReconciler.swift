@@ -78,6 +78,7 @@ public struct NotificationReconciler: Sendable {
         var state = Progress(environment: environment)
         do {
             var token: String?
+            var tokensSeen = Set<String>()
             repeat {
                 let page = try await client.notificationHistory(environment: environment, start: start, end: end, paginationToken: token)
                 state.pages += 1
@@ -95,6 +96,7 @@ public struct NotificationReconciler: Sendable {
                 }
                 progress?(state)
                 token = page.hasMore ? page.paginationToken : nil
+                try Self.checkPaging(token, seen: &tokensSeen, pages: state.pages, limit: client.settings.maximumHistoryPages)
             } while token != nil
         } catch {
             Self.runs(environment, "failure").increment()
@@ -140,5 +142,20 @@ public struct NotificationReconciler: Sendable {
 
     static func windowEnd(_ environment: Ledger.Environment) -> Gauge {
         Gauge(label: "subledger_appstore_reconcile_last_window_end_seconds", dimensions: [("environment", environment.rawValue)])
+    }
+
+    /// Paging ends: a token Apple gave before would loop for ever, and a
+    /// history longer than the cap is refused rather than read without end.
+    /// The checkpoint stays where it was; the next run starts over.
+    static func checkPaging(_ token: String?, seen: inout Set<String>, pages: Int, limit: Int) throws(AppStoreAPIError) {
+        guard let token else { return }
+        guard seen.insert(token).inserted else {
+            throw AppStoreAPIError(.invalidAnswer, endpoint: .notificationHistory,
+                                   message: "Apple gave the same paginationToken twice (page \(pages)); reconciliation stopped")
+        }
+        guard pages < limit else {
+            throw AppStoreAPIError(.invalidAnswer, endpoint: .notificationHistory,
+                                   message: "notification history still has more after \(limit) pages; reconciliation stopped")
+        }
     }
 }
