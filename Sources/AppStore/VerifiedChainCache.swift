@@ -18,7 +18,7 @@ public final class VerifiedChainCache: Sendable {
     }
 
     private let entries = Mutex<[Data: Entry]>([:])
-    private let lookups = Mutex<(hits: Int, misses: Int)>((0, 0))
+    private let counts = Mutex<(hits: Int, validations: Int)>((0, 0))
     let capacity: Int
 
     public init(capacity: Int = 64) {
@@ -38,11 +38,13 @@ public final class VerifiedChainCache: Sendable {
     func key(for chain: Data, at date: Date) -> P256.Signing.PublicKey? {
         let entry = entries.withLock { $0[chain] }
         let key = entry.flatMap { $0.validFrom <= date && date <= $0.validUntil ? try? P256.Signing.PublicKey(rawRepresentation: $0.key) : nil }
-        lookups.withLock { key == nil ? ($0.misses += 1) : ($0.hits += 1) }
+        if key != nil { counts.withLock { $0.hits += 1 } }
         return key
     }
 
+    /// Keeps a chain just validated in full.
     func insert(_ entry: Entry, for chain: Data) {
+        counts.withLock { $0.validations += 1 }
         entries.withLock { entries in
             if entries.count >= capacity, entries[chain] == nil { entries.removeAll(keepingCapacity: true) }
             entries[chain] = entry
@@ -52,6 +54,6 @@ public final class VerifiedChainCache: Sendable {
     /// Chains held now.
     public var count: Int { entries.withLock { $0.count } }
 
-    /// Lookups answered from the cache and not, since it was made.
-    public var statistics: (hits: Int, misses: Int) { lookups.withLock { $0 } }
+    /// Payloads whose chain was known, and chains validated in full, since it was made.
+    public var statistics: (hits: Int, validations: Int) { counts.withLock { $0 } }
 }

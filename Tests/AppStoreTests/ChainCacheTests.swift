@@ -17,14 +17,14 @@ import Testing
                                                   renewal: TestAppStore.renewalInfo())
         _ = try await verifier.verifyNotification(signedPayload: signed)
         // Three payloads, one chain: validated for the first, known after.
-        #expect(verifier.verifiedChains.statistics == (hits: 2, misses: 1))
+        #expect(verifier.verifiedChains.statistics == (hits: 2, validations: 1))
 
         var parts = signed.split(separator: ".").map(String.init)
         parts[2] = TestAppStore.base64URL(Data(repeating: 7, count: 64))
         await #expect(throws: AppStoreVerificationError.self) {
             try await verifier.verifyNotification(signedPayload: parts.joined(separator: "."))
         }
-        #expect(verifier.verifiedChains.statistics == (hits: 3, misses: 1))
+        #expect(verifier.verifiedChains.statistics == (hits: 3, validations: 1))
         do {
             _ = try await verifier.verifyNotification(signedPayload: parts.joined(separator: "."))
         } catch {
@@ -53,6 +53,6 @@ import Testing
             _ = try await verifier.verifyNotification(signedPayload: try other.signedNotification(.subscribed, .initialBuy))
         }
         #expect(verifier.verifiedChains.count <= 2)
-        #expect(verifier.verifiedChains.statistics.misses == 3)
+        #expect(verifier.verifiedChains.statistics.validations == 3)
     }
 }

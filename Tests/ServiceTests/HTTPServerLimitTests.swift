@@ -15,6 +15,7 @@ import Testing
             let answer = try await slow.closed(within: .seconds(5))
             #expect(answer?.hasPrefix("HTTP/1.1 408") == true, "\(answer ?? "still open")")
             #expect(answer?.contains("request_timeout") == true)
+            await slow.close()
         }
     }
 
@@ -23,6 +24,7 @@ import Testing
             let silent = try await RawConnection.open(port: port)
             let answer = try await silent.closed(within: .seconds(5))
             #expect(answer?.hasPrefix("HTTP/1.1 408") == true, "\(answer ?? "still open")")
+            await silent.close()
         }
     }
 
@@ -41,6 +43,7 @@ import Testing
             let answer = try await slow.closed(within: .seconds(1))
             #expect(answer?.contains("408") == true, "\(answer ?? "still open after 5 s")")
             #expect(clock.now - start < .seconds(3))
+            await slow.close()
         }
     }
 
@@ -52,6 +55,7 @@ import Testing
             let answer = try await idle.closed(within: .seconds(5))
             #expect(answer?.hasPrefix("HTTP/1.1 200") == true, "\(answer ?? "still open")")
             #expect(answer?.contains("408") == false, "an idle connection is not a late request")
+            await idle.close()
         }
     }
 
@@ -71,6 +75,7 @@ import Testing
             let answer = try await fifth.closed(within: .seconds(5))
             #expect(answer?.hasPrefix("HTTP/1.1 200") == true, "\(answer ?? "not served after a slot freed")")
             for connection in held { await connection.close() }
+            await fifth.close()
         }
     }
 
@@ -95,7 +100,9 @@ import Testing
             for connection in slow {
                 let evicted = try await connection.closed(within: .seconds(2))
                 #expect(evicted?.hasPrefix("HTTP/1.1 408") == true)
+                await connection.close()
             }
+            await probe.close()
         }
     }
 
