@@ -26,20 +26,43 @@ public struct InvalidProductStore: Sendable {
         public var lastReportedAt: Date
     }
 
-    /// Records that `identifiers` were reported invalid on a device.
+    /// Records that `identifiers` were reported invalid on a device, and
+    /// keeps each identifier's summary row (what the listing reads) in step.
     public func record(_ identifiers: [String], deviceID: String?) async throws {
+        let list = JSONArgument.strings(identifiers)
         try await pool.query("""
-            INSERT INTO invalid_product_reports (identifier, device_id)
-            SELECT value, \(deviceID)::text FROM jsonb_array_elements_text(\(JSONArgument.strings(identifiers))::jsonb)
+            WITH stored AS (
+                INSERT INTO invalid_product_reports (identifier, device_id)
+                SELECT value, \(deviceID)::text FROM jsonb_array_elements_text(\(list)::jsonb)
+                RETURNING identifier, reported_at
+            ), new_devices AS (
+                INSERT INTO invalid_product_devices (identifier, device_id)
+                SELECT DISTINCT value, \(deviceID)::text FROM jsonb_array_elements_text(\(list)::jsonb)
+                WHERE \(deviceID)::text IS NOT NULL
+                ON CONFLICT DO NOTHING
+                RETURNING identifier
+            )
+            INSERT INTO invalid_product_identifiers AS i (identifier, reports, devices, first_reported_at, last_reported_at)
+            SELECT s.identifier, count(*), (SELECT count(*) FROM new_devices d WHERE d.identifier = s.identifier),
+                   min(s.reported_at), max(s.reported_at)
+            FROM stored s GROUP BY s.identifier
+            ON CONFLICT (identifier) DO UPDATE SET
+                reports = i.reports + EXCLUDED.reports, devices = i.devices + EXCLUDED.devices,
+                last_reported_at = greatest(i.last_reported_at, EXCLUDED.last_reported_at)
             """)
+    }
+
+    /// The listing's statement: a walk of `invalid_product_identifiers_recent`.
+    static func summariesQuery(limit: Int) -> PostgresQuery {
+        """
+        SELECT identifier, reports, devices, first_reported_at, last_reported_at FROM invalid_product_identifiers
+        ORDER BY last_reported_at DESC, identifier LIMIT \(limit)
+        """
     }
 
     /// Every reported identifier, most recently reported first.
     public func summaries(catalog: Catalog, limit: Int = 1000) async throws -> [Summary] {
-        let rows = try await listings.query("""
-            SELECT identifier, count(*), count(DISTINCT device_id), min(reported_at), max(reported_at)
-            FROM invalid_product_reports GROUP BY identifier ORDER BY max(reported_at) DESC, identifier LIMIT \(limit)
-            """)
+        let rows = try await listings.query(Self.summariesQuery(limit: limit))
         return try rows.map { row in
             let identifier = try row.decode(String.self, at: 0)
             return Summary(identifier: identifier, inCatalog: catalog.product(id: identifier) != nil,

@@ -101,7 +101,13 @@ public struct NotificationStore: Sendable {
     /// Notifications, most recently received first, of one subscriber and/or
     /// in one status (`pending`: the unattributed ones waiting for a claim).
     public func list(subscriberID: String? = nil, status: NotificationStatus? = nil, limit: Int = 100) async throws -> [NotificationView] {
-        try await listings.query("""
+        try await listings.query(Self.listQuery(subscriberID: subscriberID, status: status, limit: limit)).map(Self.view)
+    }
+
+    /// The listing's statement; each filter and the order have an index
+    /// (`appstore_notifications_received`, `_subscriber_received`, `_status_received`).
+    static func listQuery(subscriberID: String?, status: NotificationStatus?, limit: Int) -> PostgresQuery {
+        """
             SELECT notification_uuid, notification_type, subtype, status, attribution, environment, subscriber_id,
                    transaction_id, original_transaction_id, product_id, summary, error_code, error_message,
                    signed_date, received_at, applied_at
@@ -110,17 +116,19 @@ public struct NotificationStore: Sendable {
               AND (\(status?.rawValue)::text IS NULL OR status = \(status?.rawValue))
             ORDER BY received_at DESC, notification_uuid
             LIMIT \(limit)
-            """).map { row in
-            NotificationView(
-                notificationUUID: try row.decode(String.self, at: 0), type: try row.decode(String.self, at: 1),
-                subtype: try row.decode(String?.self, at: 2), status: try row.decode(String.self, at: 3),
-                attribution: try row.decode(String.self, at: 4), environment: try row.decode(String.self, at: 5),
-                subscriberId: try row.decode(String?.self, at: 6), transactionId: try row.decode(String?.self, at: 7),
-                originalTransactionId: try row.decode(String?.self, at: 8), productId: try row.decode(String?.self, at: 9),
-                summary: try row.decode(String.self, at: 10), errorCode: try row.decode(String?.self, at: 11),
-                errorMessage: try row.decode(String?.self, at: 12), signedDate: try row.decode(Date.self, at: 13),
-                receivedAt: try row.decode(Date.self, at: 14), appliedAt: try row.decode(Date?.self, at: 15))
-        }
+            """
+    }
+
+    static func view(_ row: PostgresRow) throws -> NotificationView {
+        NotificationView(
+            notificationUUID: try row.decode(String.self, at: 0), type: try row.decode(String.self, at: 1),
+            subtype: try row.decode(String?.self, at: 2), status: try row.decode(String.self, at: 3),
+            attribution: try row.decode(String.self, at: 4), environment: try row.decode(String.self, at: 5),
+            subscriberId: try row.decode(String?.self, at: 6), transactionId: try row.decode(String?.self, at: 7),
+            originalTransactionId: try row.decode(String?.self, at: 8), productId: try row.decode(String?.self, at: 9),
+            summary: try row.decode(String.self, at: 10), errorCode: try row.decode(String?.self, at: 11),
+            errorMessage: try row.decode(String?.self, at: 12), signedDate: try row.decode(Date.self, at: 13),
+            receivedAt: try row.decode(Date.self, at: 14), appliedAt: try row.decode(Date?.self, at: 15))
     }
 
     /// The stored status of a notification, nil when it was never stored.

@@ -63,8 +63,29 @@ public struct ReadModelQueries: Sendable {
     /// none). Keyset pagination: a page starts after the key the cursor
     /// names, so rows written or removed meanwhile never shift the others.
     public func subscriptions(_ filter: SubscriptionFilter, now: Date) async throws -> (page: [ListedSubscription], next: SubscriptionCursor?) {
+        let rows = try await reads.query(Self.subscriptionsQuery(filter, now: now))
+        let page = try rows.prefix(filter.limit).map { row in
+            ListedSubscription(
+                subscriberID: try row.decode(String.self, at: 0), environment: filter.environment,
+                group: try row.decode(String.self, at: 1), productID: try row.decode(String.self, at: 3),
+                type: ProductType(rawValue: try row.decode(String.self, at: 4)) ?? .autoRenewable,
+                status: SubscriptionStatus(rawValue: try row.decode(String.self, at: 5)) ?? .expired,
+                expiresAt: try row.decode(Date?.self, at: 6), autoRenew: try row.decode(Bool.self, at: 7),
+                originalTransactionID: try row.decode(String.self, at: 8), latestTransactionID: try row.decode(String.self, at: 9),
+                startsAt: try row.decode(Date?.self, at: 10), gracePeriodEndsAt: try row.decode(Date?.self, at: 11),
+                revokedAt: try row.decode(Date?.self, at: 12),
+                entitlements: (try? JSONDecoder().decode([String].self, from: Data(try row.decode(String.self, at: 13).utf8))) ?? [],
+                series: try row.decode(String.self, at: 2))
+        }
+        let next = rows.count > filter.limit ? page.last.map { SubscriptionCursor(subscriberID: $0.subscriberID, group: $0.group, series: $0.series) } : nil
+        return (page, next)
+    }
+
+    /// The listing's statement: a walk of the key (subscriber, environment,
+    /// group, series) in its order, the filters checked on the way.
+    static func subscriptionsQuery(_ filter: SubscriptionFilter, now: Date) -> PostgresQuery {
         let cursor = filter.cursor
-        let rows = try await reads.query("""
+        return """
             SELECT s.subscriber_id, s."group", s.series, coalesce(c.product_id, s.product_id), s.type,
                    subscription_status(\(now)::timestamptz, s.starts_at, s.expires_at, s.grace_ends_at, s.revoked_at),
                    s.expires_at, s.auto_renew, coalesce(c.original_transaction_id, s.original_transaction_id),
@@ -88,22 +109,7 @@ public struct ReadModelQueries: Sendable {
                    OR (s.subscriber_id, s."group", s.series) > (\(cursor?.subscriberID), \(cursor?.group), \(cursor?.series)))
             ORDER BY s.subscriber_id, s."group", s.series
             LIMIT \(filter.limit + 1)
-            """)
-        let page = try rows.prefix(filter.limit).map { row in
-            ListedSubscription(
-                subscriberID: try row.decode(String.self, at: 0), environment: filter.environment,
-                group: try row.decode(String.self, at: 1), productID: try row.decode(String.self, at: 3),
-                type: ProductType(rawValue: try row.decode(String.self, at: 4)) ?? .autoRenewable,
-                status: SubscriptionStatus(rawValue: try row.decode(String.self, at: 5)) ?? .expired,
-                expiresAt: try row.decode(Date?.self, at: 6), autoRenew: try row.decode(Bool.self, at: 7),
-                originalTransactionID: try row.decode(String.self, at: 8), latestTransactionID: try row.decode(String.self, at: 9),
-                startsAt: try row.decode(Date?.self, at: 10), gracePeriodEndsAt: try row.decode(Date?.self, at: 11),
-                revokedAt: try row.decode(Date?.self, at: 12),
-                entitlements: (try? JSONDecoder().decode([String].self, from: Data(try row.decode(String.self, at: 13).utf8))) ?? [],
-                series: try row.decode(String.self, at: 2))
-        }
-        let next = rows.count > filter.limit ? page.last.map { SubscriptionCursor(subscriberID: $0.subscriberID, group: $0.group, series: $0.series) } : nil
-        return (page, next)
+            """
     }
 
     // MARK: Stats

@@ -46,7 +46,14 @@ public struct ReminderStore: Sendable {
     /// inclusive, `dueBefore` exclusive.
     public func list(status: ReminderStatus? = nil, subscriberID: String? = nil, dueAfter: Date? = nil, dueBefore: Date? = nil,
                      limit: Int = 1000) async throws -> [ReminderView] {
-        try await listings.query("""
+        try await listings.query(Self.listQuery(status: status, subscriberID: subscriberID, dueAfter: dueAfter, dueBefore: dueBefore,
+                                                limit: limit)).map(Self.view)
+    }
+
+    /// The listing's statement; each filter and the order have an index
+    /// (`reminders_due_order`, `reminders_by_status`, `reminders_subscriber`).
+    static func listQuery(status: ReminderStatus?, subscriberID: String?, dueAfter: Date?, dueBefore: Date?, limit: Int) -> PostgresQuery {
+        """
             SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders
             WHERE (\(status?.rawValue)::text IS NULL OR status = \(status?.rawValue))
               AND (\(subscriberID)::text IS NULL OR subscriber_id = \(subscriberID))
@@ -54,7 +61,7 @@ public struct ReminderStore: Sendable {
               AND (\(dueBefore)::timestamptz IS NULL OR due_at < \(dueBefore))
             ORDER BY due_at, id
             LIMIT \(limit)
-            """).map(Self.view)
+            """
     }
 
     /// The statement reading some subscribers' reminders, by due time, to
