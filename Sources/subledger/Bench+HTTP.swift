@@ -52,34 +52,12 @@ extension Bench {
     ///   same stack, key check and pool: the most a route making one such
     ///   statement per request can reach here.
     func measureHTTP(conninfo: String, duration: Duration, logger: Logger) async throws -> HTTPPhases {
-        var configuration = SubledgerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = Int.random(in: 30_000...60_000)
-        configuration.apiKeys = APIKeys([(.ingest, "bench-ingest-key")])
-        let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: writers,
-                                                                   sessionTimeouts: configuration.sessionTimeouts), logger: logger)
-        let catalogJSON = Data(#"{"version": 1, "products": [{"id": "com.example.pass.30d", "type": "non-renewing", "duration": "P30D", "group": "pass", "entitlements": ["pro"], "reminders": ["P7D", "P1D", "P0D"]}]}"#.utf8)
-        let catalog = CatalogSource(catalog: try Catalog.decode(from: catalogJSON), modified: Date(), raw: catalogJSON)
-        var quiet = logger
-        quiet.logLevel = .error
-        let dependencies = AppDependencies(configuration: configuration, pool: pool, catalog: catalog, logger: quiet)
-        let app = buildApplication(dependencies) { router in
-            addFloorRoutes(to: router, pool: pool, keys: configuration.apiKeys)
-        }
-        let server = Task { try await app.run() }
-        defer { server.cancel() }
-        let port = configuration.port
-        try await Self.waitUntilServing(port: port)
-        let purchaseDate = RFC3339.format(Date() - 86_400)
+        let service = try await startService(conninfo: conninfo, logger: logger)
+        defer { service.server.cancel() }
+        let (dependencies, port) = (service.dependencies, service.port)
         let headers = [("Authorization", "Bearer bench-ingest-key")]
         let postHeaders = headers + [("Content-Type", "application/json")]
-        let (ingest, written) = try await latencies("HTTP POST …/events, \(writers) connections", port: port, duration: duration) {
-            connection, writer, count in
-            let body = #"{"type": "purchase", "transactionId": "bt-\#(writer)-\#(count)", "productId": "com.example.pass.30d", "purchaseDate": "\#(purchaseDate)"}"#
-            let response = try connection.exchange(HTTPLoadConnection.request(
-                "POST", "/v1/subscribers/bench-\(writer)-\(count)/events", headers: postHeaders, body: body))
-            guard response.status == 201 else { throw BenchFailure(description: "POST answered \(response.status)") }
-        }
+        let (ingest, written) = try await measureIngest(port: port, duration: duration)
         let writes = await dependencies.writeCombiner.statistics
         let (read, _) = try await latencies("HTTP GET /v1/subscribers/{id}, \(writers) connections", port: port, duration: duration) {
             connection, writer, count in
@@ -106,6 +84,54 @@ extension Bench {
             guard response.status == 201 else { throw BenchFailure(description: "POST /floor/insert answered \(response.status)") }
         }
         return HTTPPhases(ingest: ingest, read: read, floor: floor, selectFloor: selectFloor, insertFloor: insertFloor, writes: writes)
+    }
+
+    /// The service started in this process on a loopback port, with the
+    /// floor routes beside the API's.
+    struct BenchService {
+        var dependencies: AppDependencies
+        var port: Int
+        var server: Task<Void, Error>
+    }
+
+    func startService(conninfo: String, logger: Logger,
+                      configure: (inout SubledgerConfiguration) -> Void = { _ in }) async throws -> BenchService {
+        var configuration = SubledgerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = Int.random(in: 30_000...60_000)
+        configuration.apiKeys = APIKeys([(.ingest, "bench-ingest-key")])
+        configure(&configuration)
+        let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: writers,
+                                                                   sessionTimeouts: configuration.sessionTimeouts), logger: logger)
+        let catalogJSON = Data(#"{"version": 1, "products": [{"id": "com.example.pass.30d", "type": "non-renewing", "duration": "P30D", "group": "pass", "entitlements": ["pro"], "reminders": ["P7D", "P1D", "P0D"]}]}"#.utf8)
+        let catalog = CatalogSource(catalog: try Catalog.decode(from: catalogJSON), modified: Date(), raw: catalogJSON)
+        var quiet = logger
+        quiet.logLevel = .error
+        let dependencies = AppDependencies(configuration: configuration, pool: pool, catalog: catalog, logger: quiet)
+        let app = buildApplication(dependencies) { router in
+            addFloorRoutes(to: router, pool: pool, keys: configuration.apiKeys)
+        }
+        let server = Task { try await app.run() }
+        do {
+            try await Self.waitUntilServing(port: configuration.port)
+        } catch {
+            server.cancel()
+            throw error
+        }
+        return BenchService(dependencies: dependencies, port: configuration.port, server: server)
+    }
+
+    /// `POST …/events`, a new purchase for a new subscriber each, on `writers` connections.
+    func measureIngest(port: Int, duration: Duration) async throws -> (figures: HTTPFigures, counts: [Int]) {
+        let purchaseDate = RFC3339.format(Date() - 86_400)
+        let postHeaders = [("Authorization", "Bearer bench-ingest-key"), ("Content-Type", "application/json")]
+        return try await latencies("HTTP POST …/events, \(writers) connections", port: port, duration: duration) {
+            connection, writer, count in
+            let body = #"{"type": "purchase", "transactionId": "bt-\#(writer)-\#(count)", "productId": "com.example.pass.30d", "purchaseDate": "\#(purchaseDate)"}"#
+            let response = try connection.exchange(HTTPLoadConnection.request(
+                "POST", "/v1/subscribers/bench-\(writer)-\(count)/events", headers: postHeaders, body: body))
+            guard response.status == 201 else { throw BenchFailure(description: "POST answered \(response.status)") }
+        }
     }
 
     /// Waits (up to 10 s) until the service answers `GET /health` with 200.

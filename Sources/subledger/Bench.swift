@@ -39,7 +39,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Samples per latency measurement (p50, p99).")
     var samples: Int = 200
 
-    @Option(help: "What to measure: appends, projections, import (comma-separated).")
+    @Option(help: "What to measure: appends, projections, import, abuse (comma-separated).")
     var measure: String = "appends,projections"
 
     @Option(name: .customLong("import-facts"), help: "Facts in the file of the import measurement.")
@@ -51,10 +51,13 @@ struct Bench: AsyncParsableCommand {
     @Option(name: .customLong("import-batch-size"), help: "Lines per batch in the import measurement.")
     var importBatchSize: Int = 1000
 
+    @Option(name: .customLong("slow-clients"), help: "Connections held open by slow clients in the abuse measurement.")
+    var slowClients: Int = 1000
+
     func validate() throws {
-        let known: Set<Substring> = ["appends", "projections", "import"]
+        let known: Set<Substring> = ["appends", "projections", "import", "abuse"]
         guard measure.split(separator: ",").allSatisfy(known.contains) else {
-            throw ValidationError("--measure takes appends, projections, import, comma-separated")
+            throw ValidationError("--measure takes appends, projections, import, abuse, comma-separated")
         }
         guard importFacts > 0, importWriters > 0, importBatchSize > 0 else {
             throw ValidationError("--import-facts, --import-writers and --import-batch-size must be positive")
@@ -93,6 +96,7 @@ struct Bench: AsyncParsableCommand {
         if measure.contains("appends") { try await measureAppends(pool: pool, conninfo: conninfo, logger: logger) }
         if measure.contains("projections") { try await measureProjections(pool: pool) }
         if measure.contains("import") { try await measureImport(pool: pool) }
+        if measure.contains("abuse") { try await measureAbuse(conninfo: conninfo, logger: logger) }
     }
 
     func measureProjections(pool: ConnectionPool) async throws {

@@ -9,7 +9,7 @@ import Glibc
 /// client does per request, so on a small machine that runs the service, its
 /// clients and PostgreSQL together the figures are the service's.
 final class HTTPLoadConnection {
-    private let socket: Int32
+    let socket: Int32
     private var buffer: [UInt8]
     /// Bytes of `buffer` received and not yet consumed.
     private var buffered = 0..<0
