@@ -121,15 +121,16 @@ extension Bench {
         return BenchService(dependencies: dependencies, port: configuration.port, server: server)
     }
 
-    /// `POST …/events`, a new purchase for a new subscriber each, on `writers` connections.
-    func measureIngest(port: Int, duration: Duration) async throws -> (figures: HTTPFigures, counts: [Int]) {
+    /// `POST …/events`, a new purchase for a new subscriber each, on `writers`
+    /// connections; `run` tells the subscribers of one call from another's.
+    func measureIngest(port: Int, duration: Duration, run: String = "bench") async throws -> (figures: HTTPFigures, counts: [Int]) {
         let purchaseDate = RFC3339.format(Date() - 86_400)
         let postHeaders = [("Authorization", "Bearer bench-ingest-key"), ("Content-Type", "application/json")]
         return try await latencies("HTTP POST …/events, \(writers) connections", port: port, duration: duration) {
             connection, writer, count in
-            let body = #"{"type": "purchase", "transactionId": "bt-\#(writer)-\#(count)", "productId": "com.example.pass.30d", "purchaseDate": "\#(purchaseDate)"}"#
+            let body = #"{"type": "purchase", "transactionId": "\#(run)-t-\#(writer)-\#(count)", "productId": "com.example.pass.30d", "purchaseDate": "\#(purchaseDate)"}"#
             let response = try connection.exchange(HTTPLoadConnection.request(
-                "POST", "/v1/subscribers/bench-\(writer)-\(count)/events", headers: postHeaders, body: body))
+                "POST", "/v1/subscribers/\(run)-\(writer)-\(count)/events", headers: postHeaders, body: body))
             guard response.status == 201 else { throw BenchFailure(description: "POST answered \(response.status)") }
         }
     }

@@ -21,7 +21,7 @@ extension Bench {
         print("")
         print("subledger bench: ingest beside \(slowClients) slow connections (read timeout "
               + "\(SubledgerConfiguration().httpReadTimeout), \(writers) writers, \(seconds) s each)")
-        let (alone, _) = try await measureIngest(port: service.port, duration: duration)
+        let (alone, _) = try await measureIngest(port: service.port, duration: duration, run: "alone")
         let slow = SlowClients(port: service.port, count: slowClients)
         let holding = Thread { slow.run() }
         holding.name = "bench-slow-clients"
@@ -29,7 +29,7 @@ extension Bench {
         defer { slow.stop() }
         try await Task.sleep(for: .seconds(2))
         let opened = slow.opened
-        let (beside, _) = try await measureIngest(port: service.port, duration: duration)
+        let (beside, _) = try await measureIngest(port: service.port, duration: duration, run: "beside")
         let statistics = slow.statistics
         print("")
         print(padded("POST …/events", 44) + padded("requests/s", 12, left: true) + padded("p50 ms", 10, left: true)

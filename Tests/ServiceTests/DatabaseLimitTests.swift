@@ -62,20 +62,11 @@ import Testing
 
     @Test func aFullPoolIsRetryable() async throws {
         let dependencies = try await makeDependencies(poolSize: 1) { $0.leaseTimeout = .milliseconds(100) }
-        let (held, release) = AsyncStream.makeStream(of: Void.self)
-        let (leased, leasedSink) = AsyncStream.makeStream(of: Void.self)
-        let holding = Task {
-            try await dependencies.pool.withConnection { _ in
-                leasedSink.yield()
-                for await _ in held { break }
+        try await whileHolding({ try await dependencies.pool.withConnection($0) }) {
+            try await withRouter(dependencies) { client in
+                Self.expectRetryable(try await client.get("/v1/subscribers/anyone"))
             }
         }
-        for await _ in leased { break }
-        try await withRouter(dependencies) { client in
-            Self.expectRetryable(try await client.get("/v1/subscribers/anyone"))
-        }
-        release.finish()
-        try await holding.value
     }
 
     @Test func tooManyConnectionsIsRetryable() async throws {
@@ -117,4 +108,28 @@ import Testing
             .first { $0.hasPrefix("subledger_database_unavailable_total") && $0.contains(#"reason="\#(reason)""#) }
             .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0
     }
+}
+
+/// Runs `body` while `lease` holds a connection: `lease` runs the closure it
+/// is given on a connection it took, and gives it back once `body` returns.
+func whileHolding(_ lease: @escaping @Sendable (@Sendable (Connection) async throws -> Void) async throws -> Void,
+                  _ body: () async throws -> Void) async throws {
+    let (held, release) = AsyncStream.makeStream(of: Void.self)
+    let (leased, leasedSink) = AsyncStream.makeStream(of: Void.self)
+    let holding = Task {
+        try await lease { _ in
+            leasedSink.yield()
+            for await _ in held { break }
+        }
+    }
+    for await _ in leased { break }
+    do {
+        try await body()
+    } catch {
+        release.finish()
+        try? await holding.value
+        throw error
+    }
+    release.finish()
+    try await holding.value
 }

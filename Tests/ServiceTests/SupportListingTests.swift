@@ -90,25 +90,16 @@ import Testing
     @Test func listingsWaitForTheirShareAndWritesStillFindAConnection() async throws {
         let dependencies = try await makeDependencies(poolSize: 4) { $0.leaseTimeout = .milliseconds(300) }
         #expect(dependencies.supportReads.limit == 1)
-        let (held, release) = AsyncStream.makeStream(of: Void.self)
-        let (leased, leasedSink) = AsyncStream.makeStream(of: Void.self)
-        // A slow listing holds the share's one connection.
-        let holding = Task {
-            try await dependencies.supportReads.withConnection { _ in
-                leasedSink.yield()
-                for await _ in held { break }
-            }
-        }
-        for await _ in leased { break }
         try await withRouter(dependencies) { client in
-            let listing = try await client.get("/v1/reminders", key: Keys.support)
-            #expect(listing.status == .serviceUnavailable, "\(listing.status) \(listing.text)")
-            #expect(listing.headers[.retryAfter] != nil)
-            let write = try await client.post("/v1/subscribers/share-1/events", purchaseJSON("share-t1"))
-            #expect(write.status == .created, "\(write.text)")
-            #expect(try await client.get("/v1/subscribers/share-1").status == .ok)
-            release.finish()
-            try await holding.value
+            // A slow listing holds the share's one connection.
+            try await whileHolding({ try await dependencies.supportReads.withConnection($0) }) {
+                let listing = try await client.get("/v1/reminders", key: Keys.support)
+                #expect(listing.status == .serviceUnavailable, "\(listing.status) \(listing.text)")
+                #expect(listing.headers[.retryAfter] != nil)
+                let write = try await client.post("/v1/subscribers/share-1/events", purchaseJSON("share-t1"))
+                #expect(write.status == .created, "\(write.text)")
+                #expect(try await client.get("/v1/subscribers/share-1").status == .ok)
+            }
             #expect(try await client.get("/v1/reminders", key: Keys.support).status == .ok)
         }
     }
