@@ -28,6 +28,22 @@ import Testing
         }
     }
 
+    /// The connection's one timer, scheduled for the first request, moves to
+    /// the deadline of a later one.
+    @Test func aLaterRequestOnAKeepAliveConnectionIsTimedToo() async throws {
+        try await withLiveServer(configure: { $0.httpReadTimeout = .milliseconds(500) }) { port, _ in
+            let connection = try await RawConnection.open(port: port)
+            try await connection.send(Self.healthRequest)
+            try await Task.sleep(for: .milliseconds(300))
+            try await connection.send("GET /health HTTP/1.1\r\nHo")
+            #expect(try await connection.closed(within: .milliseconds(300)) == nil, "closed before the second request's timeout")
+            let answer = try await connection.closed(within: .seconds(5))
+            #expect(answer?.hasPrefix("HTTP/1.1 200") == true, "\(answer ?? "still open")")
+            #expect(answer?.contains("HTTP/1.1 408") == true, "\(answer ?? "still open")")
+            await connection.close()
+        }
+    }
+
     @Test func aBodyTricklingAByteAtATimeIsCutOff() async throws {
         try await withLiveServer(configure: { $0.httpReadTimeout = .milliseconds(600) }) { port, _ in
             let slow = try await RawConnection.open(port: port)
