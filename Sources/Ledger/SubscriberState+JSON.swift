@@ -65,6 +65,21 @@ extension SubscriberState {
                     $0.string("status", reminder.status.rawValue)
                 }
             }
+            $0.array("storeTransactions", storeTransactions) { writer, transaction in
+                writer.object {
+                    if let isUpgraded = transaction.isUpgraded { $0.bool("isUpgraded", isUpgraded) }
+                    if let offerType = transaction.offerType { $0.integer("offerType", Int64(offerType)) }
+                    $0.string("originalTransactionId", transaction.originalTransactionID)
+                    if let ownershipType = transaction.ownershipType { $0.string("ownershipType", ownershipType) }
+                    $0.string("productId", transaction.productID)
+                    if let percentage = transaction.revocationPercentage { $0.integer("revocationPercentage", Int64(percentage)) }
+                    if let reason = transaction.revocationReason { $0.integer("revocationReason", Int64(reason)) }
+                    if let type = transaction.revocationType { $0.string("revocationType", type) }
+                    if let revokedAt = transaction.revokedAt { $0.date("revokedAt", revokedAt) }
+                    $0.string("transactionId", transaction.transactionID)
+                    if let line = transaction.webOrderLineItemID { $0.string("webOrderLineItemId", line) }
+                }
+            }
             $0.string("subscriberId", subscriberID)
             $0.array("subscriptions", subscriptions) { writer, subscription in
                 writer.object {

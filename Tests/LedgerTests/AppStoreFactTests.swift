@@ -26,7 +26,7 @@ struct AppStoreFactTests {
         try world.send(refund("a1", at: date("2024-01-05T00:00:00Z")), to: "u", now: date("2024-01-05T00:00:00Z"))
         let decision = try world.send(reversal("a1", at: date("2024-01-07T00:00:00Z")), to: "u", now: date("2024-01-07T00:00:00Z"))
         #expect(decision.events.map(\.type) == ["refund_reversed"])
-        #expect(decision.events.first?.idempotencyKey == "refund-reversed:a1")
+        #expect(decision.events.first?.idempotencyKey == "refund-reversed:a1:2024-01-07T00:00:00Z")
         #expect(world.state("u", at: date("2024-01-06T00:00:00Z")).subscriptions.map(\.status) == [.revoked])
         #expect(world.state("u", at: date("2024-01-08T00:00:00Z")).subscriptions.map(\.status) == [.active])
         #expect(world.state("u", at: date("2024-01-08T00:00:00Z")).entitlements.map(\.active) == [true])

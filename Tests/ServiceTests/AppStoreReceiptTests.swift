@@ -105,8 +105,14 @@ struct AppStoreReceiptTests {
 
             // The same receipt again records nothing new.
             let events = try await app.counts().events
-            await fake.script("production", [Self.validProduction])
+            await fake.script("production", [#"{"status": 21007}"#])
             #expect(try await app.client.post("/v1/subscribers/carol/receipts", Self.body).status == .ok)
+            #expect(try await app.counts().events == events)
+            // A Production receipt naming those Sandbox transactions touches none of them.
+            await fake.script("production", [Self.validProduction])
+            let crossed = try await app.client.post("/v1/subscribers/carol/receipts", Self.body)
+            #expect(crossed.status == .conflict, "\(crossed.text)")
+            #expect(crossed.error.code == "environment_mismatch")
             #expect(try await app.counts().events == events)
         }
     }

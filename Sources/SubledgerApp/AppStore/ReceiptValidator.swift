@@ -42,6 +42,20 @@ struct ReceiptValidator: Sendable {
         var expiresDate: Date?
         var cancellationDate: Date?
         var quantity: Int?
+        /// `cancellation_reason`: 1 an issue with the app, 0 another reason.
+        var cancellationReason: Int? = nil
+        var details = AppleTransactionDetails()
+    }
+
+    /// One subscription's `pending_renewal_info`: whether it renews, and
+    /// whether a failed renewal keeps access (grace) while Apple retries.
+    /// https://developer.apple.com/documentation/appstorereceipts/responsebody/pending_renewal_info
+    struct PendingRenewal: Sendable, Hashable {
+        var originalTransactionID: String
+        var productID: String?
+        var autoRenew: Bool?
+        var isInBillingRetryPeriod: Bool
+        var gracePeriodExpiresDate: Date?
     }
 
     /// A receipt Apple accepted.
@@ -49,6 +63,7 @@ struct ReceiptValidator: Sendable {
         var environment: Ledger.Environment
         /// Each transaction once, in purchase order.
         var transactions: [Transaction]
+        var pendingRenewals: [PendingRenewal] = []
     }
 
     /// Asks the App Store about `receiptData`.
@@ -97,7 +112,8 @@ struct ReceiptValidator: Sendable {
                                       field: "receiptData")
                 }
                 Self.count("valid")
-                return Validated(environment: answered, transactions: Self.transactions(in: answer))
+                return Validated(environment: answered, transactions: Self.transactions(in: answer),
+                                 pendingRenewals: Self.pendingRenewals(in: answer))
             }
             if status == 21007, url == productionURL {
                 // A sandbox receipt sent to production: ask the sandbox.
@@ -207,9 +223,33 @@ struct ReceiptValidator: Sendable {
         }
         guard let transactionID = string("transaction_id"), let productID = string("product_id"),
               let purchaseDate = date("purchase_date_ms") else { return nil }
+        // An introductory price (trial or pay-as-you-go) is offer type 1, a promotional offer 2.
+        let offerType: Int? = string("is_trial_period") == "true" || string("is_in_intro_offer_period") == "true" ? 1
+            : string("promotional_offer_id") != nil ? 2 : nil
+        let details = AppleTransactionDetails(ownershipType: string("in_app_ownership_type"), offerType: offerType,
+                                              webOrderLineItemID: string("web_order_line_item_id"),
+                                              isUpgraded: string("is_upgraded").map { $0 == "true" })
         return Transaction(transactionID: transactionID, originalTransactionID: string("original_transaction_id") ?? transactionID,
                            productID: productID, purchaseDate: purchaseDate, expiresDate: date("expires_date_ms"),
-                           cancellationDate: date("cancellation_date_ms"), quantity: string("quantity").flatMap { Int($0) })
+                           cancellationDate: date("cancellation_date_ms"), quantity: string("quantity").flatMap { Int($0) },
+                           cancellationReason: string("cancellation_reason").flatMap { Int($0) }, details: details)
+    }
+
+    static func pendingRenewals(in answer: [String: Any]) -> [PendingRenewal] {
+        (answer["pending_renewal_info"] as? [[String: Any]] ?? []).compactMap { entry in
+            func string(_ key: String) -> String? {
+                if let text = entry[key] as? String, !text.isEmpty { return text }
+                if let number = entry[key] as? NSNumber { return number.stringValue }
+                return nil
+            }
+            guard let original = string("original_transaction_id") else { return nil }
+            return PendingRenewal(
+                originalTransactionID: original, productID: string("product_id"),
+                autoRenew: string("auto_renew_status").map { $0 == "1" },
+                isInBillingRetryPeriod: string("is_in_billing_retry_period") == "1",
+                gracePeriodExpiresDate: string("grace_period_expires_date_ms").flatMap(Int64.init)
+                    .map { Date(timeIntervalSince1970: Double($0) / 1000) })
+        }
     }
 
     /// `subledger_appstore_receipts_total{outcome}`.
@@ -248,11 +288,19 @@ struct ReceiptService: Sendable {
 
     /// The facts of a receipt: the first transaction of an original is a
     /// purchase; later ones are renewals (auto-renewables) or restores;
-    /// a cancellation date adds a refund. Products the catalog does not sell are left out.
+    /// a cancellation date adds a refund, unless the subscriber upgraded away
+    /// from the transaction (`is_upgraded`: Apple cancels the old one, it is
+    /// not refunded). Then each subscription's `pending_renewal_info`:
+    /// auto-renew, and a grace period while a renewal is retried. Products
+    /// the catalog does not sell are left out.
+    /// https://developer.apple.com/documentation/appstorereceipts/responsebody/latest_receipt_info
     static func facts(_ receipt: ReceiptValidator.Validated, catalog: Catalog, deviceID: String?) -> [FactRequest] {
         var facts: [FactRequest] = []
+        var subscriptions = Set<String>()
         for transaction in receipt.transactions {
             guard let product = catalog.product(id: transaction.productID) else { continue }
+            if product.type == .autoRenewable { subscriptions.insert(transaction.originalTransactionID) }
+            let details = transaction.details
             let isFirst = transaction.transactionID == transaction.originalTransactionID
             let quantity = transaction.quantity.flatMap { $0 >= 1 ? $0 : nil } ?? 1
             switch (isFirst, product.type) {
@@ -260,24 +308,42 @@ struct ReceiptService: Sendable {
                 facts.append(.renewal(.init(
                     transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
                     productID: transaction.productID, purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate!,
-                    quantity: quantity, deviceID: deviceID, environment: receipt.environment)))
+                    quantity: quantity, deviceID: deviceID, environment: receipt.environment, details: details)))
             case (false, let type) where type.isRestorable && type != .autoRenewable:
                 facts.append(.restore(.init(
                     transaction: RestoreRequest.Transaction(
                         transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
-                        productID: transaction.productID, purchaseDate: transaction.purchaseDate, environment: receipt.environment),
+                        productID: transaction.productID, purchaseDate: transaction.purchaseDate, environment: receipt.environment,
+                        details: details),
                     deviceID: deviceID)))
             default:
                 facts.append(.purchase(.init(
                     transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
                     productID: transaction.productID, purchaseDate: transaction.purchaseDate,
                     expiresDate: product.type == .autoRenewable ? transaction.expiresDate : nil,
-                    quantity: quantity, deviceID: deviceID, environment: receipt.environment)))
+                    quantity: quantity, deviceID: deviceID, environment: receipt.environment, details: details)))
             }
-            if let cancelled = transaction.cancellationDate {
+            if let cancelled = transaction.cancellationDate, details.isUpgraded != true {
+                let reason = switch transaction.cancellationReason {
+                case 1?: "refunded: an issue with the app"
+                case 0?: "refunded: another reason"
+                default: "cancelled by the App Store"
+                }
                 facts.append(.refund(.init(
                     transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
-                    revocationDate: cancelled, reason: "cancelled by the App Store", environment: receipt.environment)))
+                    revocationDate: cancelled, reason: reason, environment: receipt.environment,
+                    details: AppleRevocationDetails(revocationReason: transaction.cancellationReason))))
+            }
+        }
+        for renewal in receipt.pendingRenewals where subscriptions.contains(renewal.originalTransactionID) {
+            // Undated: the Decider records them only when they differ from what the ledger knows.
+            if let autoRenew = renewal.autoRenew {
+                facts.append(.autoRenewChange(.init(originalTransactionID: renewal.originalTransactionID, autoRenew: autoRenew,
+                                                    environment: receipt.environment)))
+            }
+            if renewal.isInBillingRetryPeriod, let grace = renewal.gracePeriodExpiresDate {
+                facts.append(.billingIssue(.init(originalTransactionID: renewal.originalTransactionID,
+                                                 gracePeriodExpiresDate: grace, environment: receipt.environment)))
             }
         }
         return facts

@@ -129,7 +129,9 @@ extension AppStoreIntegration {
         RestoreRequest.Transaction(
             transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID ?? transaction.transactionID,
             productID: transaction.productID, purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate,
-            environment: AppStoreAPIClient.ledgerEnvironment(transaction.environment))
+            environment: AppStoreAPIClient.ledgerEnvironment(transaction.environment),
+            details: AppleTransactionDetails(ownershipType: transaction.inAppOwnershipType, offerType: transaction.offerType,
+                                             webOrderLineItemID: transaction.webOrderLineItemID, isUpgraded: transaction.isUpgraded))
     }
 
     /// `subledger_appstore_restores_total{outcome}`: verified restores.
