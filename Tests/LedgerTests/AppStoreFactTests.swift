@@ -137,3 +137,22 @@ struct AppStoreFactTests {
         #expect(state.subscriptions.first?.expiresAt == date("2024-03-03T00:00:00Z"))
     }
 }
+
+/// Reminders follow the end of access: in a billing grace period, the
+/// prompt is due before the grace ends, not before the period's end.
+/// https://developer.apple.com/documentation/appstoreservernotifications/graceperiodexpiresdate
+struct GraceReminderTests {
+    @Test func inGraceTheCoverageEndIsTheGraceEnd() throws {
+        var world = World()
+        let start = date("2024-01-01T00:00:00Z"), end = date("2024-02-01T00:00:00Z"), graceEnd = date("2024-02-17T00:00:00Z")
+        try world.send(purchase("g1", IDs.monthly, at: start, expires: end), to: "u", now: start)
+        try world.send(.billingIssue(.init(originalTransactionID: "g1", gracePeriodExpiresDate: graceEnd,
+                                           effectiveDate: end + 3600)), to: "u", now: end + 3600)
+        let ends = Coverage.ends(history: world.history("u"), subscriberID: "u", catalog: catalog, now: end + 7200)
+        #expect(ends.map(\.end) == [graceEnd])
+        let reminders = Coverage.desiredReminders(of: SubscriberLedger(subscriberID: "u", events: world.history("u")),
+                                                  catalog: catalog, now: end + 7200)
+        #expect(reminders.map(\.dueAt) == catalog.product(id: IDs.monthly)!.reminders.map { $0.subtracted(from: graceEnd) })
+        #expect(!reminders.isEmpty)
+    }
+}

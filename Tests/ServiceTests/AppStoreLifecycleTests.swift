@@ -317,6 +317,26 @@ extension AppStoreNotificationTests {
         }
     }
 
+    /// `subledger import` follows the same rule: a Sandbox line naming a
+    /// Production original claims nothing of it.
+    @Test func anImportedSandboxLineNeverTakesAProductionPurchase() async throws {
+        try await withAppStore { app in
+            #expect(try await app.client.post("/v1/subscribers/paying/events", purchaseJSON(
+                "7400000000000001", product: "com.example.level2", at: "2025-03-01T00:00:00Z")).status == .created)
+            let importer = Importer(pool: app.dependencies.pool, store: app.dependencies.store,
+                                    catalog: app.dependencies.catalog.catalog, restorePolicy: .transfer, logger: app.dependencies.logger)
+            let line = #"{"subscriberId": "mallory", "type": "restore", "transactionId": "7400000000000001", "originalTransactionId": "7400000000000001", "productId": "com.example.level2", "purchaseDate": "2025-03-02T00:00:00Z", "environment": "Sandbox"}"#
+            let summary = try await importer.importLines([ImportLine(number: 1, text: Data(line.utf8))])
+            #expect(summary.imported == 1)
+            let paying = try await app.state("paying", at: "2025-03-20T00:00:00Z", environment: "Production")
+            #expect(entitlement(paying, "level2")?["active"]?.bool == true, "\(paying)")
+            let owner = try await app.client.get("/v1/transactions/7400000000000001", key: Keys.support)
+            #expect(owner.json["subscriberId"]?.string == "paying", "\(owner.text)")
+            let mallory = try await app.state("mallory", at: "2025-03-20T00:00:00Z", environment: "Sandbox")
+            #expect(entitlement(mallory, "level2")?["active"]?.bool == true)
+        }
+    }
+
     // MARK: What support sees
 
     /// Family sharing, the offer, and a prorated refund's share, in state,
