@@ -55,14 +55,15 @@ public struct AppStoreVerifier: Sendable {
     /// Verifies a notification's `signedPayload` and everything signed inside it.
     public func verifyNotification(signedPayload: String) async throws(AppStoreVerificationError) -> VerifiedNotification {
         let payload = try await verifiedPayload(signedPayload, as: NotificationPayload.self, field: "signedPayload")
+        // As Apple's SignedDataVerifier: the bundle id, the app's Apple ID and
+        // the environment, read from whichever shape the notification has
+        // (`data`, `summary`, `appData` or `externalPurchaseToken`).
         try checkBundleID(payload.bundleID, field: "signedPayload")
-        // As Apple's SignedDataVerifier: the app's Apple ID and the environment.
-        let appAppleID = payload.data?.appAppleID ?? payload.summary?.appAppleID
-        if let expected = self.appAppleID, let appAppleID, appAppleID != expected {
+        if let expected = self.appAppleID, let appAppleID = payload.appAppleID, appAppleID != expected {
             throw AppStoreVerificationError(.appAppleIDMismatch,
                                             "Signed for app Apple ID \(appAppleID); this server accepts \(expected) (SUBLEDGER_APPSTORE_APP_APPLE_ID).")
         }
-        let environment = payload.data?.environment ?? payload.summary?.environment
+        let environment = payload.environment
         try checkEnvironment(environment, field: "signedPayload")
         var transaction: TransactionInfo?
         if let signed = payload.data?.signedTransactionInfo {
