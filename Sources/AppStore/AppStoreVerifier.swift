@@ -78,6 +78,14 @@ public struct AppStoreVerifier: Sendable {
         return VerifiedNotification(payload: payload, transaction: transaction, renewalInfo: renewalInfo)
     }
 
+    /// What a notification that failed verification claims to be, read
+    /// without checking anything: to describe a refused one to support, never
+    /// to act on. Nil when it is not a JWS of a notification.
+    public static func unverifiedNotification(_ signedPayload: String) -> NotificationPayload? {
+        guard let jws = try? CompactJWS(signedPayload, field: "signedPayload") else { return nil }
+        return try? payloadDecoder.decode(NotificationPayload.self, from: jws.payload)
+    }
+
     /// Verifies a `signedTransactionInfo` (also what StoreKit 2 hands the app)
     /// and that it is for this app.
     public func verifyTransaction(_ signedTransaction: String, field: String = "signedTransactionInfo")

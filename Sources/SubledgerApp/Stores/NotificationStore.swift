@@ -38,6 +38,21 @@ struct NotificationRow: Sendable {
     var error: LedgerError?
 }
 
+/// An item of Get Notification History that failed verification, as
+/// stored: `rejected`, with the reason, under an id of its own.
+struct UnverifiedNotificationRow: Sendable {
+    /// Derived from the signed payload, never the uuid it claims: a forgery
+    /// must not take the id of the real notification.
+    var id: String
+    /// What it claims to be, for support; "UNVERIFIED" when it says nothing readable.
+    var claimedType: String
+    var signedDate: Date
+    var environment: Ledger.Environment
+    var error: AppStoreVerificationError
+    var summary: String
+    var signedPayload: String
+}
+
 /// A stored notification as support sees it: what it was, whom it was
 /// about, what became of it. Never the signed payload.
 public struct NotificationView: Sendable, Encodable {
@@ -138,6 +153,20 @@ public struct NotificationStore: Sendable {
                 \(row.error?.code), \(row.error?.message), \(facts.summary), \(row.signedPayload), \(appliedAt))
             \(unsafeRaw: ifAbsent ? "ON CONFLICT (notification_uuid) DO NOTHING" : "")
             """)
+    }
+
+    /// Stores an unverified item as `rejected`; false when it was already
+    /// stored (an earlier run read the same item).
+    static func insert(_ row: UnverifiedNotificationRow, on connection: Connection) async throws -> Bool {
+        let rows = try await connection.query("""
+            INSERT INTO appstore_notifications (notification_uuid, notification_type, signed_date, environment, attribution,
+                status, error_code, error_message, summary, signed_payload)
+            VALUES (\(row.id), \(row.claimedType), \(row.signedDate), \(row.environment.rawValue),
+                \(NotificationAttribution.none.rawValue), \(NotificationStatus.rejected.rawValue), \(row.error.code.rawValue),
+                \(row.error.field + ": " + row.error.message), \(row.summary), \(row.signedPayload))
+            ON CONFLICT (notification_uuid) DO NOTHING
+            """)
+        return rows.affectedRows == 1
     }
 
     /// Marks a pending notification settled. Returns false when it was no
