@@ -24,7 +24,8 @@ public enum NotificationStatus: String, Sendable, Encodable, CaseIterable {
     case acknowledged
     /// Waiting for its original transaction to be claimed.
     case pending
-    /// The ledger refused its facts; kept with the reason for support.
+    /// The ledger refused its facts, or (read by reconciliation) it failed
+    /// verification; kept with the reason for support.
     case rejected
 }
 
