@@ -52,6 +52,10 @@ extension NotificationPayload: LimitedPayload {
         payload.notificationUUID = try check.identifier(notificationUUID, "notificationUUID")
         payload.signedDate = try check.instant(signedDate, "signedDate")
         payload.summary?.productID = try check.identifier(summary?.productID, "summary.productId")
+        payload.externalPurchaseToken?.externalPurchaseID = try check.identifier(externalPurchaseToken?.externalPurchaseID,
+                                                                                 "externalPurchaseToken.externalPurchaseId")
+        payload.externalPurchaseToken?.tokenCreationDate = try check.instant(externalPurchaseToken?.tokenCreationDate,
+                                                                             "externalPurchaseToken.tokenCreationDate")
         return payload
     }
 }

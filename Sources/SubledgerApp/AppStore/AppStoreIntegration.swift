@@ -23,6 +23,9 @@ public struct AppStoreIntegration: Sendable {
     let reader: SubscriberReader
     let restoreVerification: RestoreVerification
     let reconcileEnvironments: [Ledger.Environment]
+    /// Where an order id is looked up when the caller names no environment:
+    /// the accepted ones (`SUBLEDGER_APPSTORE_ENVIRONMENTS`), Production first.
+    let orderEnvironments: [Ledger.Environment]
     let logger: Logger
 
     public init(_ dependencies: AppDependencies) {
@@ -51,6 +54,7 @@ public struct AppStoreIntegration: Sendable {
         self.reader = SubscriberReader(dependencies)
         self.restoreVerification = configuration.restoreVerification
         self.reconcileEnvironments = configuration.reconcileEnvironments
+        self.orderEnvironments = [.production, .sandbox].filter { configuration.appStoreEnvironments.contains($0) }
         self.logger = dependencies.logger
         (self.api, self.apiUnavailable) = Self.makeAPIClient(dependencies, verifier: verifier, unavailable: unavailable)
     }

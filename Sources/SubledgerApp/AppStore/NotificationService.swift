@@ -197,7 +197,8 @@ public struct NotificationService: Sendable {
     static let knownTypes: Set<NotificationType> = [
         .subscribed, .didRenew, .didChangeRenewalStatus, .didChangeRenewalPreference, .didFailToRenew, .gracePeriodExpired,
         .expired, .refund, .refundDeclined, .refundReversed, .revoke, .renewalExtended, .renewalExtension, .offerRedeemed,
-        .priceIncrease, .oneTimeCharge, .consumptionRequest, .test,
+        .priceIncrease, .oneTimeCharge, .consumptionRequest, .test, .externalPurchaseToken, .rescindConsent, .metadataUpdate,
+        .migration, .priceChange,
     ]
 
     /// `subledger_appstore_notifications_total{type, outcome}`.

@@ -24,7 +24,8 @@ public enum NotificationStatus: String, Sendable, Encodable, CaseIterable {
     case acknowledged
     /// Waiting for its original transaction to be claimed.
     case pending
-    /// The ledger refused its facts; kept with the reason for support.
+    /// The ledger refused its facts, or (read by reconciliation) it failed
+    /// verification; kept with the reason for support.
     case rejected
 }
 
@@ -36,6 +37,21 @@ struct NotificationRow: Sendable {
     var attribution: NotificationAttribution
     var status: NotificationStatus
     var error: LedgerError?
+}
+
+/// An item of Get Notification History that failed verification, as
+/// stored: `rejected`, with the reason, under an id of its own.
+struct UnverifiedNotificationRow: Sendable {
+    /// Derived from the signed payload, never the uuid it claims: a forgery
+    /// must not take the id of the real notification.
+    var id: String
+    /// What it claims to be, for support; "UNVERIFIED" when it says nothing readable.
+    var claimedType: String
+    var signedDate: Date
+    var environment: Ledger.Environment
+    var error: AppStoreVerificationError
+    var summary: String
+    var signedPayload: String
 }
 
 /// A stored notification as support sees it: what it was, whom it was
@@ -138,6 +154,20 @@ public struct NotificationStore: Sendable {
                 \(row.error?.code), \(row.error?.message), \(facts.summary), \(row.signedPayload), \(appliedAt))
             \(unsafeRaw: ifAbsent ? "ON CONFLICT (notification_uuid) DO NOTHING" : "")
             """)
+    }
+
+    /// Stores an unverified item as `rejected`; false when it was already
+    /// stored (an earlier run read the same item).
+    static func insert(_ row: UnverifiedNotificationRow, on connection: Connection) async throws -> Bool {
+        let rows = try await connection.query("""
+            INSERT INTO appstore_notifications (notification_uuid, notification_type, signed_date, environment, attribution,
+                status, error_code, error_message, summary, signed_payload)
+            VALUES (\(row.id), \(row.claimedType), \(row.signedDate), \(row.environment.rawValue),
+                \(NotificationAttribution.none.rawValue), \(NotificationStatus.rejected.rawValue), \(row.error.code.rawValue),
+                \(row.error.field + ": " + row.error.message), \(row.summary), \(row.signedPayload))
+            ON CONFLICT (notification_uuid) DO NOTHING
+            """)
+        return rows.affectedRows == 1
     }
 
     /// Marks a pending notification settled. Returns false when it was no
