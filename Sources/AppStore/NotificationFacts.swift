@@ -31,8 +31,7 @@ public func facts(for notification: VerifiedNotification) -> NotificationFacts {
     let payload = notification.payload
     let transaction = notification.transaction
     let renewal = notification.renewalInfo
-    let appStoreEnvironment = payload.data?.environment ?? transaction?.environment ?? renewal?.environment
-        ?? payload.summary?.environment
+    let appStoreEnvironment = payload.environment ?? transaction?.environment ?? renewal?.environment
     // Xcode and LocalTesting are not the App Store's production either.
     let environment: Environment = appStoreEnvironment.map { $0 == .production ? .production : .sandbox } ?? .production
     let token = transaction?.appAccountToken?.trimmingCharacters(in: .whitespaces).lowercased()

@@ -68,7 +68,10 @@ extension AppStoreIntegration {
             throw LedgerError(kind: .notFound, code: "order_not_found",
                               message: "The App Store knows no order '\(orderID)' of this app in \(asked).", field: "orderId")
         }
-        let ids = Set(transactions.flatMap { [$0.transactionID, $0.originalTransactionID ?? $0.transactionID] })
+        // Owned per environment: the order's environment's keys.
+        let ids = Set(transactions.flatMap {
+            [environment.ownershipKey($0.transactionID), environment.ownershipKey($0.originalTransactionID ?? $0.transactionID)]
+        })
         let owners = try await OwnershipStore(pool: writer.pool).owners(of: ids)
         return OrderReport(orderID: orderID, environment: environment, transactions: transactions.map { transaction in
             let original = transaction.originalTransactionID ?? transaction.transactionID
@@ -76,7 +79,7 @@ extension AppStoreIntegration {
                 transactionID: transaction.transactionID, originalTransactionID: original, productID: transaction.productID,
                 purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate, revocationDate: transaction.revocationDate,
                 quantity: transaction.quantity, environment: AppStoreAPIClient.ledgerEnvironment(transaction.environment),
-                subscriberID: owners[original])
+                subscriberID: owners[environment.ownershipKey(original)])
         })
     }
 }
