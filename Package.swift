@@ -81,10 +81,19 @@ let package = Package(
             ],
             resources: [.copy("Resources/openapi.yaml"), .copy("Resources/console")]
         ),
+        // What `subledger bench` mounts beside the API to measure it (never
+        // `serve`): benchmark-only routes stay out of the shipping modules.
+        .target(
+            name: "SubledgerBench",
+            dependencies: [
+                "HTTPAPI", "SubledgerApp", "Postgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
         .executableTarget(
             name: "subledger",
             dependencies: [
-                "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "Ledger",
+                "HTTPAPI", "SubledgerApp", "SubledgerBench", "Postgres", "EventStore", "Ledger",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -98,6 +107,9 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["Ledger", "TestSupport"]),
+        // The repository's own promises: every doc link resolves, the
+        // configuration page lists exactly the declared variables and flags.
+        .testTarget(name: "RepositoryTests", dependencies: ["subledger", "SubledgerApp", "Ledger"]),
         .target(
             name: "AppStoreTesting",
             dependencies: [
@@ -117,7 +129,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "HTTPAPI", "SubledgerApp", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
+                "HTTPAPI", "SubledgerApp", "SubledgerBench", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -54,7 +54,7 @@ public func facts(for notification: VerifiedNotification) -> NotificationFacts {
 }
 
 /// The per-type rules, apart so each reads as one line of the table in
-/// PRODUCT.md.
+/// docs/appstore.md, "What each type records".
 private struct NotificationMapping {
     let payload: NotificationPayload
     let transaction: TransactionInfo?

@@ -157,7 +157,7 @@ public struct Decider: Sendable {
     }
 
     func ownedByOther(_ original: String, field: String) -> LedgerError {
-        LedgerError(kind: .conflict, code: "owned_by_other_subscriber",
+        LedgerError(kind: .conflict, code: .ownedByOtherSubscriber,
                     message: "Original transaction '\(original)' belongs to another subscriber; send the fact to its owner.", field: field)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 extension LedgerEvent {
     /// The key that makes the fact idempotent within a subscriber's stream
-    /// (PRODUCT.md): the transaction id for purchases, renewals and restores;
+    /// (docs/api.md, "Idempotency"): the transaction id for purchases, renewals and restores;
     /// `refund:` + transaction id; `expiry:` + original transaction id (+ `@`
     /// end when known) or `expiry:` + group + `@` + end; transfers and other
     /// facts get keys derived from what identifies them.

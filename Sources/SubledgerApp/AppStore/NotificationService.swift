@@ -79,7 +79,7 @@ public struct NotificationService: Sendable {
         return Receipt(notificationUUID: facts.notificationUUID, status: row.status, duplicate: false, subscriberID: row.subscriberID)
     }
 
-    /// The subscriber per PRODUCT.md: the `appAccountToken`, else the owner of
+    /// The subscriber (docs/appstore.md, "Who the notification is about"): the `appAccountToken`, else the owner of
     /// the original transaction, else nobody yet.
     func attribute(_ facts: NotificationFacts) async throws -> (String?, NotificationAttribution) {
         if let hint = facts.subscriberHint, let subscriberID = try? InputLimits.validateSubscriberID(hint) {
@@ -114,7 +114,7 @@ public struct NotificationService: Sendable {
             }))
         } catch let error as LedgerError {
             row.error = error
-            row.status = error.code == "transaction_not_found" ? .pending : .rejected
+            row.status = error.code == .transactionNotFound ? .pending : .rejected
             try await pool.withConnection { try await NotificationStore.insert(row, ifAbsent: true, on: $0) }
         }
         return row
@@ -164,7 +164,7 @@ public struct NotificationService: Sendable {
             return
         } catch let error as LedgerError {
             // Still not recorded for the owner (e.g. a refund of a renewal it never sent): leave it pending.
-            if error.code == "transaction_not_found" { return }
+            if error.code == .transactionNotFound { return }
             status = .rejected
             refusal = error
             _ = try await pool.withConnection {

@@ -51,7 +51,7 @@ extension AppStoreIntegration {
         let orderID = try InputLimits.identifier(orderID, field: "orderId")
         let api = try requireAPI()
         guard let transactions = try await api.lookUpOrder(orderID: orderID, environment: environment) else {
-            throw LedgerError(kind: .notFound, code: "order_not_found",
+            throw LedgerError(kind: .notFound, code: .orderNotFound,
                               message: "The App Store knows no order '\(orderID)' of this app in \(environment.rawValue).", field: "orderId")
         }
         let ids = Set(transactions.flatMap { [$0.transactionID, $0.originalTransactionID ?? $0.transactionID] })

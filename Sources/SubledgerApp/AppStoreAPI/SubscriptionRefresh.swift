@@ -93,7 +93,7 @@ extension AppStoreIntegration {
                 case .recorded: report.recorded.append(Self.describe(fact))
                 case .duplicate: report.duplicates += 1
                 case .rejected(let error):
-                    report.rejected.append(.init(fact: Self.describe(fact), code: error.code, message: error.message))
+                    report.rejected.append(.init(fact: Self.describe(fact), code: error.code.rawValue, message: error.message))
                 }
             }
         }

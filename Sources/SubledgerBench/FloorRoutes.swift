@@ -1,3 +1,4 @@
+import HTTPAPI
 import Hummingbird
 import Postgres
 import SubledgerApp
@@ -21,7 +22,7 @@ public func addFloorRoutes(to router: Router<AppRequestContext>, pool: Connectio
     routes.get("select/:id") { _, context -> Response in
         let id = try context.parameters.require("id", as: Int64.self)
         let rows = try await pool.query("SELECT data::text FROM bench_baseline WHERE id = \(id)")
-        guard let row = rows.first else { throw APIError(.notFound, code: "not_found", message: "no row \(id)") }
+        guard let row = rows.first else { throw APIError(.notFound, code: .notFound, message: "no row \(id)") }
         return .json(bytes: Array(try row.decode(String.self, at: 0).utf8))
     }
     routes.post("insert") { request, _ -> Response in
