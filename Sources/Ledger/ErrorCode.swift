@@ -10,7 +10,7 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
 
 // MARK: Requests (400)
 extension ErrorCode {
-    /// The body is not valid JSON.
+    /// The body is not valid JSON, or not a JSON object.
     public static let invalidJSON = ErrorCode(rawValue: "invalid_json")
     /// A required field is absent.
     public static let missingField = ErrorCode(rawValue: "missing_field")
@@ -36,20 +36,20 @@ extension ErrorCode {
 extension ErrorCode {
     /// A product missing from the catalog.
     public static let unknownProduct = ErrorCode(rawValue: "unknown_product")
-    /// A renewal of a transaction that is not an auto-renewable subscription's.
+    /// A renewal of a product that is not auto-renewable.
     public static let notRenewable = ErrorCode(rawValue: "not_renewable")
     /// A restore of something that cannot be restored (a consumable).
     public static let notRestorable = ErrorCode(rawValue: "not_restorable")
     /// The original transaction belongs to another subscriber
     /// (`SUBLEDGER_RESTORE_POLICY=keep-original`).
     public static let ownedByOtherSubscriber = ErrorCode(rawValue: "owned_by_other_subscriber")
-    /// The same transaction id recorded with other facts.
+    /// A transaction id already recorded for another product.
     public static let transactionConflict = ErrorCode(rawValue: "transaction_conflict")
     /// A transaction the ledger does not know.
     public static let transactionNotFound = ErrorCode(rawValue: "transaction_not_found")
     /// A subscriber the ledger does not know.
     public static let subscriberNotFound = ErrorCode(rawValue: "subscriber_not_found")
-    /// No such route, or no such row of a list.
+    /// No such route, or no such file of the console.
     public static let notFound = ErrorCode(rawValue: "not_found")
     /// The route exists, not with this method (405).
     public static let methodNotAllowed = ErrorCode(rawValue: "method_not_allowed")
@@ -117,14 +117,23 @@ extension ErrorCode {
     public static let restoreNotVerified = ErrorCode(rawValue: "restore_not_verified")
     /// Look Up Order ID: Apple does not know the order.
     public static let orderNotFound = ErrorCode(rawValue: "order_not_found")
+    /// The App Store Server API's key is not configured (503).
     public static let appStoreAPINotConfigured = ErrorCode(rawValue: "appstore_api_not_configured")
+    /// Apple refused the key, key id, issuer id or bundle id (503).
     public static let appStoreAPIUnauthorized = ErrorCode(rawValue: "appstore_api_unauthorized")
+    /// Apple rate-limits for longer than a request waits (503).
     public static let appStoreAPIRateLimited = ErrorCode(rawValue: "appstore_api_rate_limited")
+    /// Apple answered 5xx, or a retryable error, on every attempt (503).
     public static let appStoreAPIUnavailable = ErrorCode(rawValue: "appstore_api_unavailable")
+    /// Apple could not be reached, or timed out, on every attempt (502).
     public static let appStoreAPIUnreachable = ErrorCode(rawValue: "appstore_api_unreachable")
+    /// Apple answered 404 (502).
     public static let appStoreAPINotFound = ErrorCode(rawValue: "appstore_api_not_found")
+    /// Apple refused the request (502).
     public static let appStoreAPIRejected = ErrorCode(rawValue: "appstore_api_rejected")
+    /// Apple's answer is not the JSON it documents (502).
     public static let appStoreAPIInvalidAnswer = ErrorCode(rawValue: "appstore_api_invalid_answer")
+    /// A signed part of Apple's answer failed verification; nothing of it was used (502).
     public static let appStoreAPIUnverifiedAnswer = ErrorCode(rawValue: "appstore_api_unverified_answer")
 }
 
@@ -143,6 +152,6 @@ extension ErrorCode {
     /// Anything unexpected; logged (500).
     public static let internalError = ErrorCode(rawValue: "internal_error")
 
-    /// Another framework status, `http_<status>`.
+    /// Another status of the HTTP framework, e.g. `http_408`.
     public static func http(_ status: Int) -> ErrorCode { ErrorCode(rawValue: "http_\(status)") }
 }

@@ -24,3 +24,21 @@ import Testing
         #expect(ErrorCode.http(418).rawValue == "http_418")
     }
 }
+
+/// docs/api.md lists exactly the codes `ErrorCode` declares.
+@Suite struct ErrorCodeDocumentationTests {
+    @Test func theContractListsEveryCode() throws {
+        let source = try Repository.read("Sources/Ledger/ErrorCode.swift")
+        let declared = Set(try NSRegularExpression(pattern: #"ErrorCode\(rawValue: "([a-z_]+)"\)"#)
+            .matches(in: source, range: NSRange(source.startIndex..., in: source))
+            .map { String(source[Range($0.range(at: 1), in: source)!]) })
+        let page = try Repository.read("docs/api.md")
+        let section = page.components(separatedBy: "## Error codes").dropFirst().first?.components(separatedBy: "\n## ").first ?? ""
+        let listed = Set(try NSRegularExpression(pattern: #"^\| `([a-z_]+)` \|"#, options: .anchorsMatchLines)
+            .matches(in: section, range: NSRange(section.startIndex..., in: section))
+            .map { String(section[Range($0.range(at: 1), in: section)!]) })
+        #expect(declared.count > 40)
+        #expect(declared.subtracting(listed).sorted() == [], "declared in ErrorCode but missing from docs/api.md")
+        #expect(listed.subtracting(declared).sorted() == [], "listed in docs/api.md but not declared in ErrorCode")
+    }
+}
