@@ -81,20 +81,13 @@ let package = Package(
             ],
             resources: [.copy("Resources/openapi.yaml"), .copy("Resources/console")]
         ),
-        // What `subledger bench` mounts beside the API to measure it (never
-        // `serve`): benchmark-only routes stay out of the shipping modules.
-        .target(
-            name: "SubledgerBench",
-            dependencies: [
-                "HTTPAPI", "SubledgerApp", "Postgres",
-                .product(name: "Hummingbird", package: "hummingbird"),
-            ]
-        ),
         .executableTarget(
             name: "subledger",
             dependencies: [
-                "HTTPAPI", "SubledgerApp", "SubledgerBench", "Postgres", "EventStore", "Ledger",
+                "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "Ledger",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // The bench mounts its floor routes (BenchFloorRoutes.swift) itself.
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -129,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "HTTPAPI", "SubledgerApp", "SubledgerBench", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
+                "HTTPAPI", "SubledgerApp", "subledger", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -4,7 +4,6 @@ import Ledger
 import Logging
 import Postgres
 import SubledgerApp
-import SubledgerBench
 
 /// The request path as clients see it: the service started in this process
 /// on a loopback port, driven over HTTP by concurrent clients (plain

@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Postgres
 import SubledgerApp
-import SubledgerBench
+@testable import subledger
 import Testing
 
 /// The bench's floor routes (`addFloorRoutes`) make the ceiling's own

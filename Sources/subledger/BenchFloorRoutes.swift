@@ -17,7 +17,7 @@ import SubledgerApp
 ///
 /// The table is the bench's own (`bench_baseline`); both take a key that
 /// may write.
-public func addFloorRoutes(to router: Router<AppRequestContext>, pool: ConnectionPool, keys: APIKeys) {
+func addFloorRoutes(to router: Router<AppRequestContext>, pool: ConnectionPool, keys: APIKeys) {
     let routes = router.group("floor").add(middleware: AuthMiddleware(keys: keys, access: .write))
     routes.get("select/:id") { _, context -> Response in
         let id = try context.parameters.require("id", as: Int64.self)
