@@ -86,6 +86,8 @@ let package = Package(
             dependencies: [
                 "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "Ledger",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // The bench mounts its floor routes (BenchFloorRoutes.swift) itself.
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -98,6 +100,9 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["Ledger", "TestSupport"]),
+        // The repository's own promises: every doc link resolves, the
+        // configuration page lists exactly the declared variables and flags.
+        .testTarget(name: "RepositoryTests", dependencies: ["subledger", "SubledgerApp", "Ledger"]),
         .target(
             name: "AppStoreTesting",
             dependencies: [
@@ -117,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "HTTPAPI", "SubledgerApp", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
+                "HTTPAPI", "SubledgerApp", "subledger", "TestSupport", "EventStore", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -1,7 +1,7 @@
 import Foundation
 import Ledger
 
-/// A signed payload checked against PRODUCT.md "Input limits" like any other
+/// A signed payload checked against the input limits (docs/api.md, "Input limits") like any other
 /// entry point: its dates in 1970…9999-12-31T23:59:59Z (kept to the
 /// millisecond), its identifiers 1–200 bytes of UTF-8 without control
 /// characters and normalised to NFC (`InputLimits`). A payload outside them

@@ -63,7 +63,7 @@ extension Decider {
             if let original = originalTransactionID, let other = owner(environment.ownershipKey(original)), other != ledger.subscriberID {
                 throw ownedByOther(original, field: "transactionId")
             }
-            throw LedgerError(kind: .notFound, code: "transaction_not_found",
+            throw LedgerError(kind: .notFound, code: .transactionNotFound,
                               message: "Transaction '\(transactionID)' is not recorded for this subscriber.", field: "transactionId")
         }
         guard sale.environment == environment else {
@@ -80,7 +80,7 @@ extension Decider {
         switch expiry.subject {
         case .subscription(let original, let end):
             guard let latest = ledger.latestTransaction(ofOriginal: original, environment: expiry.environment) else {
-                throw LedgerError(kind: .notFound, code: "transaction_not_found",
+                throw LedgerError(kind: .notFound, code: .transactionNotFound,
                                   message: "Original transaction '\(original)' is not recorded for this subscriber.",
                                   field: "originalTransactionId")
             }
@@ -109,7 +109,7 @@ extension Decider {
             throw ownedByOther(original, field: "originalTransactionId")
         }
         guard ledger.knows(originalTransactionID: original, environment: environment) else {
-            throw LedgerError(kind: .notFound, code: "transaction_not_found",
+            throw LedgerError(kind: .notFound, code: .transactionNotFound,
                               message: "Original transaction '\(original)' is not recorded for this subscriber.",
                               field: "originalTransactionId")
         }

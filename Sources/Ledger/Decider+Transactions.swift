@@ -23,7 +23,7 @@ extension Decider {
         }
         guard let product = catalog.product(id: productID) else { throw .unknownProduct(productID, field: "productId") }
         if renewal != nil, product.type != .autoRenewable {
-            throw LedgerError(kind: .rule, code: "not_renewable",
+            throw LedgerError(kind: .rule, code: .notRenewable,
                               message: "Product '\(productID)' is \(product.type.rawValue); only auto-renewable products renew.",
                               field: "productId")
         }
@@ -81,7 +81,7 @@ extension Decider {
             decision.claims.append(key)
         case let other?:
             guard restorePolicy == .transfer else {
-                throw LedgerError(kind: .conflict, code: "owned_by_other_subscriber",
+                throw LedgerError(kind: .conflict, code: .ownedByOtherSubscriber,
                                   message: "Original transaction '\(original)' belongs to another subscriber and the restore policy is keep-original.",
                                   field: field)
             }
@@ -123,7 +123,7 @@ extension Decider {
     /// A transaction id names one sale: the same id for another product is a conflict.
     private func checkSameProduct(_ recorded: SubscriberLedger.TransactionRecord, productID: String) throws(LedgerError) {
         guard recorded.fact.productID != productID else { return }
-        throw LedgerError(kind: .conflict, code: "transaction_conflict",
+        throw LedgerError(kind: .conflict, code: .transactionConflict,
                           message: "Transaction '\(recorded.fact.transactionID)' is already recorded for product '\(recorded.fact.productID)', not '\(productID)'.",
                           field: "transactionId")
     }
@@ -143,7 +143,7 @@ extension Decider {
                 throw .unknownProduct(transaction.productID, field: prefix + "productId")
             }
             guard product.type.isRestorable else {
-                throw LedgerError(kind: .rule, code: "not_restorable",
+                throw LedgerError(kind: .rule, code: .notRestorable,
                                   message: "Product '\(product.id)' is consumable; consumables cannot be restored.",
                                   field: prefix + "productId")
             }

@@ -164,14 +164,14 @@ public struct Decider: Sendable {
     }
 
     func ownedByOther(_ original: String, field: String) -> LedgerError {
-        LedgerError(kind: .conflict, code: "owned_by_other_subscriber",
+        LedgerError(kind: .conflict, code: .ownedByOtherSubscriber,
                     message: "Original transaction '\(original)' belongs to another subscriber; send the fact to its owner.", field: field)
     }
 
     /// A fact of one environment naming a transaction recorded in the other:
     /// Sandbox never touches Production, nor the reverse.
     func otherEnvironment(_ transactionID: String, recorded: Environment, field: String) -> LedgerError {
-        LedgerError(kind: .conflict, code: "environment_mismatch",
+        LedgerError(kind: .conflict, code: .environmentConflict,
                     message: "Transaction '\(transactionID)' is recorded in \(recorded.rawValue); a fact from the other environment cannot change it.",
                     field: field)
     }

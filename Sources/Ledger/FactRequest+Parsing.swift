@@ -25,7 +25,7 @@ extension FactRequest {
         let typeNames = FactType.allCases.map(\.rawValue).joined(separator: ", ")
         guard let typeName = try reader.string("type") else { throw .missingField("type", "one of \(typeNames)") }
         guard let type = FactType(rawValue: typeName) else {
-            throw LedgerError(kind: .badRequest, code: "invalid_type",
+            throw LedgerError(kind: .badRequest, code: .invalidType,
                               message: "Field 'type' must be one of \(typeNames), got \"\(typeName.prefix(64))\".",
                               field: "type")
         }

@@ -22,7 +22,7 @@ public struct FieldReader: Sendable {
         case .failure(let failure): throw .invalidJSON(failure.detail)
         case .success(.object(let fields)): return fields
         case .success(let other):
-            throw LedgerError(kind: .badRequest, code: "invalid_json",
+            throw LedgerError(kind: .badRequest, code: .invalidJSON,
                               message: "The body must be a JSON object, got \(other.kindDescription).")
         }
     }

@@ -1,9 +1,10 @@
 import Foundation
 
 extension LedgerEvent {
-    /// The key that makes the fact idempotent within a subscriber's stream:
-    /// the transaction id for purchases, renewals and restores;
-    /// `refund:` + transaction id + `:` + revocation date; `expiry:` + original transaction id (+ `@`
+    /// The key that makes the fact idempotent within a subscriber's stream
+    /// (docs/api.md, "Idempotency"): the transaction id for purchases,
+    /// renewals and restores; `refund:` + transaction id + `:` + revocation
+    /// date; `expiry:` + original transaction id (+ `@`
     /// end when known) or `expiry:` + group + `@` + end; transfers and other
     /// facts get keys derived from what identifies them.
     public var idempotencyKey: String? {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Ledger
 
-/// Worked examples, one per rule of PRODUCT.md.
+/// Worked examples, one per rule of docs/api.md ("The rules").
 struct NonRenewingExamples {
     @Test func threePassesBoughtOnOneDayStackIntoContiguousPeriods() throws {
         var world = World()

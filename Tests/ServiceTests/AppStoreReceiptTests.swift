@@ -112,7 +112,7 @@ struct AppStoreReceiptTests {
             await fake.script("production", [Self.validProduction])
             let crossed = try await app.client.post("/v1/subscribers/carol/receipts", Self.body)
             #expect(crossed.status == .conflict, "\(crossed.text)")
-            #expect(crossed.error.code == "environment_mismatch")
+            #expect(crossed.error.code == "environment_conflict")
             #expect(try await app.counts().events == events)
         }
     }

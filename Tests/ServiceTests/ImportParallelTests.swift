@@ -128,7 +128,7 @@ struct ImportParallelTests {
                 let result = try await writer.record(request, subscriberID: subscriberID, source: FactSource.import)
                 outcomes[line.number] = result.isDuplicate ? "duplicate" : "recorded"
             } catch let error as LedgerError {
-                outcomes[line.number] = error.code
+                outcomes[line.number] = error.code.rawValue
             }
         }
         return outcomes

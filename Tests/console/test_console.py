@@ -277,7 +277,7 @@ def test_overview_and_screenshots(console, facts):
     assert overflow <= 390
 
 
-# Answers in the contract's shapes (PRODUCT.md) for endpoints another branch is
+# Answers in the contract's shapes (docs/api.md) for endpoints another branch is
 # building, served to the page by a fetch stand-in, so the overview's numbers
 # and chart and the subscriptions list are tested before those land.
 SAMPLE = {

@@ -9,6 +9,8 @@ import SubledgerApp
 /// status; anything unexpected is logged and answered 500 without detail.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
+    /// The configured body limit, which a 413 names.
+    let maximumBodySize: Int
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -25,23 +27,23 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             ])
             return try APIError(error.serviceError).response(from: request, context: context)
         } catch let error as WriteContention {
-            return try APIError(.serviceUnavailable, code: "contention", message: error.description)
+            return try APIError(.serviceUnavailable, code: .contention, message: error.description)
                 .response(from: request, context: context)
         } catch let error as PostgresError where error.isDataError {
             // A value the database cannot store or index: the input's fault.
-            return try APIError(.badRequest, code: "invalid_field",
+            return try APIError(.badRequest, code: .invalidField,
                                 message: "a value of the request cannot be stored (SQLSTATE \(error.sqlState?.rawValue ?? "?"))")
                 .response(from: request, context: context)
         } catch let error as HTTPError {
             let apiError: APIError = switch error.status {
             case .contentTooLarge:
-                APIError(.contentTooLarge, code: "body_too_large", message: "the request body is larger than the 1 MiB limit")
+                APIError.bodyTooLarge(limit: maximumBodySize)
             case .notFound:
-                APIError(.notFound, code: "not_found", message: "no such route: \(request.method) \(request.uri.path)")
+                APIError(.notFound, code: .notFound, message: "no such route: \(request.method) \(request.uri.path)")
             case .methodNotAllowed:
-                APIError(.methodNotAllowed, code: "method_not_allowed", message: "\(request.method) is not allowed on \(request.uri.path)")
+                APIError(.methodNotAllowed, code: .methodNotAllowed, message: "\(request.method) is not allowed on \(request.uri.path)")
             default:
-                APIError(error.status, code: "http_\(error.status.code)", message: error.body ?? error.status.reasonPhrase)
+                APIError(error.status, code: .http(error.status.code), message: error.body ?? error.status.reasonPhrase)
             }
             return try apiError.response(from: request, context: context)
         } catch let error as PostgresError where error.code == .poolTimeout || error.code == .poolClosed
@@ -51,14 +53,14 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             logger.warning("database unavailable for a request", metadata: [
                 "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(error)",
             ])
-            return try APIError(.serviceUnavailable, code: "database_unavailable",
+            return try APIError(.serviceUnavailable, code: .databaseUnavailable,
                                 message: "the database is busy or unreachable; retry shortly")
                 .response(from: request, context: context)
         } catch {
             logger.error("request failed", metadata: [
                 "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "error": "\(String(reflecting: error))",
             ])
-            return try APIError(.internalServerError, code: "internal_error", message: "the server failed to answer; it has been logged")
+            return try APIError(.internalServerError, code: .internalError, message: "the server failed to answer; it has been logged")
                 .response(from: request, context: context)
         }
     }

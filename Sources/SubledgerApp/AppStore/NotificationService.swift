@@ -80,7 +80,8 @@ public struct NotificationService: Sendable {
     }
 
     /// The subscriber a notification is about: whoever owns its original
-    /// transaction in its environment now (after restores moved it, a
+    /// transaction in its environment now (docs/appstore.md, "Who the
+    /// notification is about") (after restores moved it, a
     /// refund still carries the buyer's `appAccountToken`); for an original
     /// nobody owns yet, the `appAccountToken`; else nobody yet.
     func attribute(_ facts: NotificationFacts) async throws -> (String?, NotificationAttribution) {
@@ -119,7 +120,7 @@ public struct NotificationService: Sendable {
             }))
         } catch let error as LedgerError {
             row.error = error
-            row.status = error.code == "transaction_not_found" ? .pending : .rejected
+            row.status = error.code == .transactionNotFound ? .pending : .rejected
             try await pool.withConnection { try await NotificationStore.insert(row, ifAbsent: true, on: $0) }
         }
         return row
@@ -172,7 +173,7 @@ public struct NotificationService: Sendable {
             return
         } catch let error as LedgerError {
             // Still not recorded for the owner (e.g. a refund of a renewal it never sent): leave it pending.
-            if error.code == "transaction_not_found" { return }
+            if error.code == .transactionNotFound { return }
             status = .rejected
             refusal = error
             _ = try await pool.withConnection {

@@ -69,7 +69,7 @@ struct ReceiptValidator: Sendable {
     /// Asks the App Store about `receiptData`.
     func validate(receiptData: String) async throws -> Validated {
         guard let bundleID else {
-            throw ServiceError(.notConfigured, code: "appstore_not_configured",
+            throw ServiceError(.notConfigured, code: .appStoreNotConfigured,
                                message: "SUBLEDGER_APPSTORE_BUNDLE_ID is not set: a receipt cannot be checked to be this app's.")
         }
         var body: [String: Any] = ["receipt-data": receiptData, "exclude-old-transactions": false]
@@ -92,7 +92,7 @@ struct ReceiptValidator: Sendable {
                     continue
                 }
                 Self.count("unreachable")
-                throw ServiceError(.upstreamUnreachable, code: "appstore_unreachable",
+                throw ServiceError(.upstreamUnreachable, code: .appStoreUnreachable,
                                message: "The App Store receipt service at \(url) could not be reached or answered badly (\(error)); try again later.")
             }
             let status = (answer["status"] as? NSNumber)?.intValue ?? -1
@@ -100,14 +100,14 @@ struct ReceiptValidator: Sendable {
                 let receiptBundle = (answer["receipt"] as? [String: Any])?["bundle_id"] as? String
                 guard receiptBundle == bundleID else {
                     Self.count("rejected")
-                    throw LedgerError(kind: .rule, code: "bundle_id_mismatch",
+                    throw LedgerError(kind: .rule, code: .bundleIDMismatch,
                                       message: "The receipt is for bundle id '\((receiptBundle ?? "none").prefix(200))', not this app's '\(bundleID)'.",
                                       field: "receiptData")
                 }
                 let answered = Self.environment(of: answer) ?? environment
                 guard acceptedEnvironments.contains(answered) else {
                     Self.count("rejected")
-                    throw LedgerError(kind: .rule, code: "environment_not_accepted",
+                    throw LedgerError(kind: .rule, code: .environmentNotAccepted,
                                       message: "The receipt is from the \(answered.rawValue) environment, which SUBLEDGER_APPSTORE_ENVIRONMENTS does not accept.",
                                       field: "receiptData")
                 }
@@ -127,7 +127,7 @@ struct ReceiptValidator: Sendable {
             }
             guard retries < retryDelays.count else {
                 Self.count("unavailable")
-                throw ServiceError(.upstreamUnavailable, code: "appstore_unavailable",
+                throw ServiceError(.upstreamUnavailable, code: .appStoreUnavailable,
                                message: "The App Store could not validate the receipt right now (status \(status)) after \(retries + 1) attempts; try again later.")
             }
             logger.info("app store receipt status is temporary; retrying", metadata: [
@@ -150,23 +150,23 @@ struct ReceiptValidator: Sendable {
     static func error(forStatus status: Int) -> LedgerError {
         switch status {
         case 21003:
-            LedgerError(kind: .rule, code: "receipt_invalid",
+            LedgerError(kind: .rule, code: .receiptInvalid,
                      message: "The App Store could not authenticate the receipt (status 21003); send the receipt exactly as the device read it.",
                      field: "receiptData")
         case 21004:
-            LedgerError(kind: .rule, code: "receipt_shared_secret_mismatch",
+            LedgerError(kind: .rule, code: .receiptSharedSecretMismatch,
                      message: "The App Store rejected the shared secret (status 21004); set SUBLEDGER_APPSTORE_SHARED_SECRET to the app's shared secret from App Store Connect.")
         case 21008:
-            LedgerError(kind: .rule, code: "receipt_environment_mismatch",
+            LedgerError(kind: .rule, code: .receiptEnvironmentMismatch,
                      message: "The receipt is from the production environment but was sent to the sandbox (status 21008); check SUBLEDGER_APPSTORE_VERIFY_URL.")
         case 21010:
-            LedgerError(kind: .rule, code: "receipt_account_not_found",
+            LedgerError(kind: .rule, code: .receiptAccountNotFound,
                      message: "The App Store account of this receipt was not found or was deleted (status 21010).", field: "receiptData")
         case 21000:
-            LedgerError(kind: .rule, code: "receipt_malformed",
+            LedgerError(kind: .rule, code: .receiptMalformed,
                      message: "The App Store could not read the receipt data (status \(status)); send the receipt as base64.", field: "receiptData")
         default:
-            LedgerError(kind: .rule, code: "receipt_rejected",
+            LedgerError(kind: .rule, code: .receiptRejected,
                      message: "The App Store rejected the receipt with status \(status).", field: "receiptData")
         }
     }

@@ -65,7 +65,7 @@ extension AppStoreIntegration {
         }
         guard let (environment, transactions) = found else {
             let asked = candidates.map(\.rawValue).joined(separator: " or ")
-            throw LedgerError(kind: .notFound, code: "order_not_found",
+            throw LedgerError(kind: .notFound, code: .orderNotFound,
                               message: "The App Store knows no order '\(orderID)' of this app in \(asked).", field: "orderId")
         }
         // Owned per environment: the order's environment's keys.

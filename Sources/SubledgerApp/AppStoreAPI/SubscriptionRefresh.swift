@@ -94,7 +94,7 @@ extension AppStoreIntegration {
                 case .recorded: report.recorded.append(Self.describe(fact))
                 case .duplicate: report.duplicates += 1
                 case .rejected(let error):
-                    report.rejected.append(.init(fact: Self.describe(fact), code: error.code, message: error.message))
+                    report.rejected.append(.init(fact: Self.describe(fact), code: error.code.rawValue, message: error.message))
                 }
             }
         }

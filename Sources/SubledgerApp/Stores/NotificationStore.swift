@@ -151,7 +151,7 @@ public struct NotificationStore: Sendable {
             VALUES (\(facts.notificationUUID), \(facts.notificationType.rawValue), \(facts.subtype?.rawValue), \(facts.signedDate),
                 \(facts.environment.rawValue), \(facts.transactionID), \(facts.originalTransactionID), \(facts.productID),
                 \(row.subscriberID), \(row.attribution.rawValue), \(row.status.rawValue),
-                \(row.error?.code), \(row.error?.message), \(facts.summary), \(row.signedPayload), \(appliedAt))
+                \(row.error?.code.rawValue), \(row.error?.message), \(facts.summary), \(row.signedPayload), \(appliedAt))
             \(unsafeRaw: ifAbsent ? "ON CONFLICT (notification_uuid) DO NOTHING" : "")
             """)
     }
@@ -179,7 +179,7 @@ public struct NotificationStore: Sendable {
             UPDATE appstore_notifications
             SET status = \(status.rawValue), subscriber_id = COALESCE(\(subscriberID)::text, subscriber_id),
                 attribution = COALESCE(\(subscriberID.map { _ in NotificationAttribution.transactionOwner.rawValue })::text, attribution),
-                error_code = \(error?.code), error_message = \(error?.message), applied_at = \(appliedAt)
+                error_code = \(error?.code.rawValue), error_message = \(error?.message), applied_at = \(appliedAt)
             WHERE notification_uuid = \(uuid) AND status = 'pending'
             """)
         return rows.affectedRows == 1
