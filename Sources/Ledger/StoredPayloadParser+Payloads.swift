@@ -13,10 +13,6 @@ extension StoredPayloadParser {
         var isUpgraded = Field<Bool>()
         let read = members { parser, key in
             switch true {
-            case key == "ownershipType": parser.read(&ownershipType, nullable: true) { $0.string() }
-            case key == "offerType": parser.read(&offerType, nullable: true) { $0.integer() }
-            case key == "webOrderLineItemId": parser.read(&webOrderLineItemID, nullable: true) { $0.string() }
-            case key == "isUpgraded": parser.read(&isUpgraded, nullable: true) { $0.boolean() }
             case key == "transactionId": parser.read(&transactionID) { $0.string() }
             case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
             case key == "productId": parser.read(&productID) { $0.string() }
@@ -30,6 +26,11 @@ extension StoredPayloadParser {
             case key == "deviceId": parser.read(&deviceID, nullable: true) { $0.string() }
             case key == "environment": parser.read(&environment) { $0.rawValue() }
             case key == "source": parser.read(&source) { $0.string() }
+            // Apple's details come last: most stored transactions have none.
+            case key == "ownershipType": parser.read(&ownershipType, nullable: true) { $0.string() }
+            case key == "offerType": parser.read(&offerType, nullable: true) { $0.integer() }
+            case key == "webOrderLineItemId": parser.read(&webOrderLineItemID, nullable: true) { $0.string() }
+            case key == "isUpgraded": parser.read(&isUpgraded, nullable: true) { $0.boolean() }
             default: false
             }
         }
@@ -52,9 +53,6 @@ extension StoredPayloadParser {
         var revocationReason = Field<Int>(), revocationType = Field<String>(), revocationPercentage = Field<Int>()
         let read = members { parser, key in
             switch true {
-            case key == "revocationReason": parser.read(&revocationReason, nullable: true) { $0.integer() }
-            case key == "revocationType": parser.read(&revocationType, nullable: true) { $0.string() }
-            case key == "revocationPercentage": parser.read(&revocationPercentage, nullable: true) { $0.integer() }
             case key == "transactionId": parser.read(&transactionID) { $0.string() }
             case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
             case key == "productId": parser.read(&productID) { $0.string() }
@@ -62,6 +60,9 @@ extension StoredPayloadParser {
             case key == "reason": parser.read(&reason, nullable: true) { $0.string() }
             case key == "environment": parser.read(&environment) { $0.rawValue() }
             case key == "source": parser.read(&source) { $0.string() }
+            case key == "revocationReason": parser.read(&revocationReason, nullable: true) { $0.integer() }
+            case key == "revocationType": parser.read(&revocationType, nullable: true) { $0.string() }
+            case key == "revocationPercentage": parser.read(&revocationPercentage, nullable: true) { $0.integer() }
             default: false
             }
         }
@@ -191,7 +192,6 @@ extension StoredPayloadParser {
         var environment = Field<Environment>()
         let read = members { parser, key in
             switch true {
-            case key == "environment": parser.read(&environment, nullable: true) { $0.rawValue() }
             case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
             case key == "fromSubscriberId": parser.read(&fromSubscriberID) { $0.string() }
             case key == "toSubscriberId": parser.read(&toSubscriberID) { $0.string() }
@@ -199,6 +199,7 @@ extension StoredPayloadParser {
             case key == "date": parser.read(&date) { $0.date() }
             case key == "transaction": parser.read(&transaction, nullable: true) { $0.transactionFact() }
             case key == "source": parser.read(&source) { $0.string() }
+            case key == "environment": parser.read(&environment, nullable: true) { $0.rawValue() }
             default: false
             }
         }
