@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import Ledger
 import Testing
+import TestSupport
 
 /// Random lifecycles of one subscription as Apple runs them (renewals,
 /// billing failures with and without grace, recoveries, auto-renew turned
@@ -35,7 +36,7 @@ struct LifecyclePropertyTests {
 
     @Test func theStateAtEveryInstantIsWhatTheDeliveredNotificationsSay() throws {
         for seed in 0..<UInt64(Self.lifecycles) {
-            var random = SeededRandom(seed: seed)
+            var random = SplitMix64(seed: seed)
             let lifecycle = Self.makeLifecycle(&random)
             let delivered = Self.deliver(lifecycle.notifications, &random)
             let ledger = try Self.apply(delivered, seed: seed)
@@ -56,7 +57,7 @@ struct LifecyclePropertyTests {
 
     // MARK: Apple's side
 
-    static func makeLifecycle(_ random: inout SeededRandom) -> Lifecycle {
+    static func makeLifecycle(_ random: inout SplitMix64) -> Lifecycle {
         var lifecycle = Lifecycle()
         var autoRenew = true
         var periodStart = start
@@ -136,7 +137,7 @@ struct LifecyclePropertyTests {
     }
 
     /// Some missed, some retried, in an order of their own.
-    static func deliver(_ notifications: [VerifiedNotification], _ random: inout SeededRandom) -> [VerifiedNotification] {
+    static func deliver(_ notifications: [VerifiedNotification], _ random: inout SplitMix64) -> [VerifiedNotification] {
         var delivered: [VerifiedNotification] = []
         for notification in notifications where !random.chance(0.3) {
             delivered.append(notification)
@@ -198,7 +199,7 @@ struct LifecyclePropertyTests {
     }
 
     /// Instants across the lifecycle, and each period's edges.
-    static func instants(_ lifecycle: Lifecycle, _ random: inout SeededRandom) -> [Date] {
+    static func instants(_ lifecycle: Lifecycle, _ random: inout SplitMix64) -> [Date] {
         var instants: [Date] = []
         for notification in lifecycle.notifications {
             let signed = notification.payload.signedDate
@@ -219,19 +220,8 @@ struct LifecyclePropertyTests {
     }
 }
 
-/// SplitMix64: the same seed gives the same lifecycle.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// Seeded draws for the lifecycles: the same seed gives the same lifecycle.
+extension SplitMix64 {
     mutating func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &self) < probability }
     mutating func seconds(_ range: ClosedRange<TimeInterval>) -> TimeInterval {
         TimeInterval(Int.random(in: Int(range.lowerBound)...Int(range.upperBound), using: &self))
