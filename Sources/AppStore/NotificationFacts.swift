@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Ledger
 
 /// What a verified notification means for the ledger: the facts to apply,

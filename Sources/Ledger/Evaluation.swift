@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The rules applied to a ledger at one instant; `SubscriberState`, coverage,
 /// reminders and explanations are all read from it.

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 extension FactRequest {
     /// Parses and validates a request body against `InputLimits`

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// Reads typed fields out of a JSON object, throwing a `LedgerError` that
 /// names the field (with `prefix`, e.g. `transactions[2].`). `null` counts as

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// What every entry point accepts (docs/api.md, "Input limits"); anything else
 /// is a 400 `invalid_field` naming the field (`date_in_future` for an

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 extension LedgerEvent {
     /// The key that makes the fact idempotent within a subscriber's stream

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// A readable line for an event in a subscriber's history, e.g.
 /// "Purchased com.example.pass.30d (transaction 1001) on device ABC".

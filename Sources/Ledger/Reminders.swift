@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The two kinds of reminder webhook.
 public enum ReminderType: String, Sendable, Hashable, Codable, CaseIterable {

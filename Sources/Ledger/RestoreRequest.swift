@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The body of `POST /v1/subscribers/{id}/restore`: what the device's
 /// StoreKit reported, to be made available to the subscriber.

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The contract's `<state>` JSON written by hand: the bytes
 /// `LedgerJSON.makeEncoder()` writes for the same value (sorted keys, RFC

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPAPI
+import JSON
 import Ledger
 import Logging
 import Postgres

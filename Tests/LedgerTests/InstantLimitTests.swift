@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import JSON
 @testable import Ledger
 
 /// docs/api.md, "Input limits": instants: RFC 3339 with an offset, to the

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JSON
 @testable import Ledger
 
 /// Worked examples, one per rule of docs/api.md ("The rules").

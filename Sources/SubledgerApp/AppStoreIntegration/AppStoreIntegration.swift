@@ -6,7 +6,8 @@ import Logging
 /// The App Store's side of the application: notifications (when configured)
 /// and receipts, the claim observer that lets pending notifications follow
 /// their original transaction, and what calls the App Store Server API
-/// (reconciliation, verified restores, refresh, order lookup; see `AppStoreAPI/`).
+/// (reconciliation, verified restores, refresh, order lookup: `AppStoreAPIClient`
+/// and the types beside it in this folder).
 public struct AppStoreIntegration: Sendable {
     public let notifications: NotificationService?
     /// Why notifications are off (`SUBLEDGER_APPSTORE_ROOT_CERTS` or

@@ -1,6 +1,7 @@
 import AppStore
 import Crypto
 import Foundation
+import JSON
 import Ledger
 import Logging
 import Metrics
