@@ -1,8 +1,10 @@
 -- App Store Server Notifications V2, one row per verified notification, keyed
 -- by Apple's notificationUUID: a retry finds its row and applies nothing. The
 -- row is written in the same transaction as the facts it produced, so "stored"
--- and "applied" never disagree. Notifications that fail verification are
--- never written.
+-- and "applied" never disagree. A notification POSTed that fails verification
+-- is never written; an item of Get Notification History that fails is written
+-- rejected, keyed 'unverified:' || sha256 of its payload (reconciliation goes
+-- on past it).
 CREATE TABLE appstore_notifications (
     notification_uuid       text PRIMARY KEY,
     notification_type       text NOT NULL,
@@ -23,7 +25,8 @@ CREATE TABLE appstore_notifications (
     -- applied: its facts are in the ledger; acknowledged: it has no facts
     -- (TEST, PRICE_INCREASE, unknown types); pending: waiting for its
     -- original transaction to be claimed; rejected: the ledger refused its
-    -- facts (error_code says why), kept for support.
+    -- facts, or reconciliation read it and it failed verification
+    -- (error_code says why), kept for support.
     status                  text NOT NULL CHECK (status IN ('applied', 'acknowledged', 'pending', 'rejected')),
     applied                 boolean GENERATED ALWAYS AS (status = 'applied') STORED,
     error_code              text,

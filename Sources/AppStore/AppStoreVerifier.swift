@@ -57,14 +57,15 @@ public struct AppStoreVerifier: Sendable {
     /// Verifies a notification's `signedPayload` and everything signed inside it.
     public func verifyNotification(signedPayload: String) async throws(AppStoreVerificationError) -> VerifiedNotification {
         let payload = try await verifiedPayload(signedPayload, as: NotificationPayload.self, field: "signedPayload")
+        // As Apple's SignedDataVerifier: the bundle id, the app's Apple ID and
+        // the environment, read from whichever shape the notification has
+        // (`data`, `summary`, `appData` or `externalPurchaseToken`).
         try checkBundleID(payload.bundleID, field: "signedPayload")
-        // As Apple's SignedDataVerifier: the app's Apple ID and the environment.
-        let appAppleID = payload.data?.appAppleID ?? payload.summary?.appAppleID
-        if let expected = self.appAppleID, let appAppleID, appAppleID != expected {
+        if let expected = self.appAppleID, let appAppleID = payload.appAppleID, appAppleID != expected {
             throw AppStoreVerificationError(.appAppleIDMismatch,
                                             "Signed for app Apple ID \(appAppleID); this server accepts \(expected) (SUBLEDGER_APPSTORE_APP_APPLE_ID).")
         }
-        let environment = payload.data?.environment ?? payload.summary?.environment
+        let environment = payload.environment
         try checkEnvironment(environment, field: "signedPayload")
         var transaction: TransactionInfo?
         if let signed = payload.data?.signedTransactionInfo {
@@ -77,6 +78,14 @@ public struct AppStoreVerifier: Sendable {
             try checkSameEnvironment(renewalInfo?.environment, as: environment, field: "data.signedRenewalInfo")
         }
         return VerifiedNotification(payload: payload, transaction: transaction, renewalInfo: renewalInfo)
+    }
+
+    /// What a notification that failed verification claims to be, read
+    /// without checking anything: to describe a refused one to support, never
+    /// to act on. Nil when it is not a JWS of a notification.
+    public static func unverifiedNotification(_ signedPayload: String) -> NotificationPayload? {
+        guard let jws = try? CompactJWS(signedPayload, field: "signedPayload") else { return nil }
+        return try? payloadDecoder.decode(NotificationPayload.self, from: jws.payload)
     }
 
     /// Verifies a `signedTransactionInfo` (also what StoreKit 2 hands the app)

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Ledger
 
 /// What a verified notification means for the ledger: the facts to apply,
@@ -31,8 +32,7 @@ public func facts(for notification: VerifiedNotification) -> NotificationFacts {
     let payload = notification.payload
     let transaction = notification.transaction
     let renewal = notification.renewalInfo
-    let appStoreEnvironment = payload.data?.environment ?? transaction?.environment ?? renewal?.environment
-        ?? payload.summary?.environment
+    let appStoreEnvironment = payload.environment ?? transaction?.environment ?? renewal?.environment
     // Xcode and LocalTesting are not the App Store's production either.
     let environment: Environment = appStoreEnvironment.map { $0 == .production ? .production : .sandbox } ?? .production
     let token = transaction?.appAccountToken?.trimmingCharacters(in: .whitespaces).lowercased()
@@ -54,7 +54,17 @@ public func facts(for notification: VerifiedNotification) -> NotificationFacts {
 }
 
 /// The per-type rules, apart so each reads as one line of the table in
-/// PRODUCT.md.
+/// docs/appstore.md ("What each type records").
+///
+/// Every notification carries Apple's latest signed transaction and renewal
+/// info, whatever its type, so each one also brings the ledger to Apple's
+/// view: a transaction that has begun is recorded first (a missed
+/// `DID_RENEW`, a crossgrade's new transaction; a duplicate when the ledger
+/// has it), then the type's own fact, then what the renewal info reports
+/// (auto-renew, a grace period) when the type's fact did not say it. The
+/// `Decider` answers what the ledger already knows as a duplicate.
+/// https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload
+/// https://developer.apple.com/documentation/appstoreservernotifications/data
 private struct NotificationMapping {
     let payload: NotificationPayload
     let transaction: TransactionInfo?
@@ -70,6 +80,15 @@ private struct NotificationMapping {
     }
 
     func facts() -> ([FactRequest], String) {
+        let (own, summary) = typeFacts()
+        var facts: [FactRequest] = []
+        if let latest = latestTransaction(unlessRecordedBy: own) { facts.append(latest) }
+        facts += own
+        facts += renewalState(unlessSaidBy: own)
+        return (facts, summary)
+    }
+
+    private func typeFacts() -> ([FactRequest], String) {
         switch payload.notificationType {
         case .subscribed, .oneTimeCharge:
             return recording(.purchase, "a purchase")
@@ -84,10 +103,10 @@ private struct NotificationMapping {
             let isFirst = transaction.transactionID == (transaction.originalTransactionID ?? transaction.transactionID)
             return isFirst ? recording(.purchase, "a purchase with an offer") : recording(.renewal, "a renewal with an offer")
         case .didChangeRenewalPreference:
-            // An upgrade starts a new period now; a downgrade or cross-grade
-            // waits for the next renewal, which DID_RENEW will bring.
-            if payload.subtype == .upgrade { return recording(.renewal, "an upgrade, effective immediately") }
-            return ([], "\(name): renewal preference changed (next renewal: \(renewal?.autoRenewProductID ?? "unknown")); entitlements unchanged.")
+            // An upgrade starts a new period now (its transaction is recorded
+            // first); a downgrade waits for the next renewal.
+            let meaning = payload.subtype == .upgrade ? "an upgrade, effective immediately" : "renewal preference changed"
+            return ([], "\(name): \(meaning) (next renewal: \(renewal?.autoRenewProductID ?? "unknown")).")
         case .didChangeRenewalStatus:
             return autoRenewChange()
         case .didFailToRenew:
@@ -111,6 +130,52 @@ private struct NotificationMapping {
 
     private enum Recorded { case purchase, renewal }
 
+    private var details: AppleTransactionDetails {
+        AppleTransactionDetails(ownershipType: transaction?.inAppOwnershipType, offerType: transaction?.offerType,
+                                webOrderLineItemID: transaction?.webOrderLineItemID, isUpgraded: transaction?.isUpgraded)
+    }
+
+    /// The notification's transaction, to record before the type's own fact:
+    /// nil when the type's fact records it, when it has not begun when Apple
+    /// signed the notification, or when the subscriber upgraded away from it.
+    private func latestTransaction(unlessRecordedBy own: [FactRequest]) -> FactRequest? {
+        guard let transaction, transaction.purchaseDate <= payload.signedDate, transaction.isUpgraded != true else { return nil }
+        let recordsIt = own.contains {
+            switch $0 {
+            case .purchase, .renewal: $0.transactionID == transaction.transactionID
+            default: false
+            }
+        }
+        guard !recordsIt else { return nil }
+        let original = transaction.originalTransactionID ?? transaction.transactionID
+        let isRenewal = transaction.type == .autoRenewable && transaction.transactionID != original
+        return recording(isRenewal ? .renewal : .purchase, "").0.first
+    }
+
+    /// What the renewal info says that the type's own fact did not: whether
+    /// auto-renew is on, and a billing grace period. Reported states: the
+    /// `Decider` records them only when they differ from what it knows.
+    /// https://developer.apple.com/documentation/appstoreservernotifications/jwsrenewalinfodecodedpayload
+    private func renewalState(unlessSaidBy own: [FactRequest]) -> [FactRequest] {
+        guard let renewal, let original = originalTransactionID else { return [] }
+        var facts: [FactRequest] = []
+        let productID = transaction?.productID ?? renewal.productID
+        let saysAutoRenew = own.contains { if case .autoRenewChange = $0 { true } else { false } }
+        if !saysAutoRenew, let autoRenew = renewal.autoRenew {
+            facts.append(.autoRenewChange(FactRequest.AutoRenewChange(
+                originalTransactionID: original, autoRenew: autoRenew, productID: productID, effectiveDate: payload.signedDate,
+                environment: environment, isReportedState: true)))
+        }
+        // GRACE_PERIOD_EXPIRED, too, proves the grace it ends.
+        let saysGrace = own.contains { if case .billingIssue = $0 { true } else { false } }
+        if !saysGrace, renewal.isInBillingRetryPeriod == true, let grace = renewal.gracePeriodExpiresDate {
+            facts.append(.billingIssue(FactRequest.BillingIssue(
+                originalTransactionID: original, productID: productID, gracePeriodExpiresDate: grace,
+                effectiveDate: payload.signedDate, environment: environment, isReportedState: true)))
+        }
+        return facts
+    }
+
     private func recording(_ kind: Recorded, _ meaning: String, effectiveDate: Date? = nil) -> ([FactRequest], String) {
         guard let transaction else { return missingTransaction() }
         let original = transaction.originalTransactionID ?? transaction.transactionID
@@ -122,7 +187,7 @@ private struct NotificationMapping {
             fact = .purchase(FactRequest.Purchase(
                 transactionID: transaction.transactionID, originalTransactionID: original, productID: transaction.productID,
                 purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate, autoRenew: autoRenew,
-                quantity: quantity, environment: environment))
+                quantity: quantity, environment: environment, details: details))
         case .renewal:
             guard let expiresDate = transaction.expiresDate else {
                 return ([], "\(name): \(meaning) of \(transaction.productID) without an expiresDate; acknowledged without facts.")
@@ -130,7 +195,7 @@ private struct NotificationMapping {
             fact = .renewal(FactRequest.Renewal(
                 transactionID: transaction.transactionID, originalTransactionID: original, productID: transaction.productID,
                 purchaseDate: transaction.purchaseDate, expiresDate: expiresDate, autoRenew: autoRenew, quantity: quantity,
-                effectiveDate: effectiveDate, environment: environment))
+                effectiveDate: effectiveDate, environment: environment, details: details))
         }
         return ([fact], "\(name): \(meaning) of \(transaction.productID), transaction \(transaction.transactionID).")
     }
@@ -166,7 +231,7 @@ private struct NotificationMapping {
         let fact = FactRequest.billingIssue(FactRequest.BillingIssue(
             originalTransactionID: original, productID: transaction?.productID ?? renewal?.productID,
             gracePeriodExpiresDate: graceEnd, effectiveDate: payload.signedDate, environment: environment))
-        let access = graceEnd.map { "grace until \(RFC3339.format($0))" } ?? "billing retry without access"
+        let access = graceEnd.map { "grace from the period's end until \(RFC3339.format($0))" } ?? "billing retry without access"
         return ([fact], "\(name): renewal of \(original) failed to bill; \(access).")
     }
 
@@ -192,7 +257,10 @@ private struct NotificationMapping {
         let fact = FactRequest.refund(FactRequest.Refund(
             transactionID: transaction.transactionID,
             originalTransactionID: transaction.originalTransactionID ?? transaction.transactionID,
-            revocationDate: transaction.revocationDate ?? payload.signedDate, reason: reason, environment: environment))
+            revocationDate: transaction.revocationDate ?? payload.signedDate, reason: reason, environment: environment,
+            details: AppleRevocationDetails(revocationReason: transaction.revocationReason,
+                                            revocationType: transaction.revocationType,
+                                            revocationPercentage: transaction.revocationPercentage)))
         return ([fact], "\(name): transaction \(transaction.transactionID) \(reason).")
     }
 }

@@ -9,13 +9,19 @@ public struct NotificationPayload: Sendable, Hashable, Codable {
     public var notificationUUID: String
     public var signedDate: Date
     public var version: String?
-    /// Present for every type except the summary and external-purchase ones.
+    /// Present for the purchase and subscription types. Apple sends exactly
+    /// one of `data`, `summary`, `appData` and `externalPurchaseToken`.
     public var data: NotificationData?
     /// `RENEWAL_EXTENSION` (mass extension) notifications carry this instead of `data`.
     public var summary: Summary?
+    /// `RESCIND_CONSENT` notifications carry this instead of `data`.
+    public var appData: AppData?
+    /// `EXTERNAL_PURCHASE_TOKEN` notifications carry this instead of `data`.
+    public var externalPurchaseToken: ExternalPurchaseToken?
 
     public init(notificationType: NotificationType, subtype: NotificationSubtype? = nil, notificationUUID: String,
-                signedDate: Date, version: String? = "2.0", data: NotificationData? = nil, summary: Summary? = nil) {
+                signedDate: Date, version: String? = "2.0", data: NotificationData? = nil, summary: Summary? = nil,
+                appData: AppData? = nil, externalPurchaseToken: ExternalPurchaseToken? = nil) {
         self.notificationType = notificationType
         self.subtype = subtype
         self.notificationUUID = notificationUUID
@@ -23,6 +29,8 @@ public struct NotificationPayload: Sendable, Hashable, Codable {
         self.version = version
         self.data = data
         self.summary = summary
+        self.appData = appData
+        self.externalPurchaseToken = externalPurchaseToken
     }
 
     /// The app and environment a `RENEWAL_EXTENSION` summary is about.
@@ -38,8 +46,69 @@ public struct NotificationPayload: Sendable, Hashable, Codable {
         }
     }
 
-    /// The app the notification is about: `data.bundleId`, else the summary's.
-    var bundleID: String? { data?.bundleID ?? summary?.bundleID }
+    /// The app a `RESCIND_CONSENT` notification is about
+    /// (https://developer.apple.com/documentation/appstoreservernotifications/appdata).
+    public struct AppData: Sendable, Hashable, Codable {
+        public var bundleID: String?
+        public var environment: AppStoreEnvironment?
+        public var appAppleID: Int64?
+        /// The customer's app transaction, a JWS of its own; kept as signed, not used.
+        public var signedAppTransactionInfo: String?
+
+        public init(bundleID: String?, environment: AppStoreEnvironment?, appAppleID: Int64? = nil,
+                    signedAppTransactionInfo: String? = nil) {
+            self.bundleID = bundleID
+            self.environment = environment
+            self.appAppleID = appAppleID
+            self.signedAppTransactionInfo = signedAppTransactionInfo
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case bundleID = "bundleId", environment, appAppleID = "appAppleId", signedAppTransactionInfo
+        }
+    }
+
+    /// The decoded external purchase token of an `EXTERNAL_PURCHASE_TOKEN`
+    /// notification
+    /// (https://developer.apple.com/documentation/appstoreservernotifications/externalpurchasetoken).
+    /// It names no environment: a Sandbox token's id starts with `SANDBOX`.
+    public struct ExternalPurchaseToken: Sendable, Hashable, Codable {
+        public var externalPurchaseID: String?
+        public var tokenCreationDate: Date?
+        public var appAppleID: Int64?
+        public var bundleID: String?
+
+        public init(externalPurchaseID: String?, tokenCreationDate: Date? = nil, appAppleID: Int64? = nil, bundleID: String?) {
+            self.externalPurchaseID = externalPurchaseID
+            self.tokenCreationDate = tokenCreationDate
+            self.appAppleID = appAppleID
+            self.bundleID = bundleID
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case externalPurchaseID = "externalPurchaseId", tokenCreationDate, appAppleID = "appAppleId", bundleID = "bundleId"
+        }
+
+        /// Sandbox when the id says so, else Production (as Apple's server libraries decide).
+        public var environment: AppStoreEnvironment {
+            externalPurchaseID?.hasPrefix("SANDBOX") == true ? .sandbox : .production
+        }
+    }
+
+    /// The app the notification is about, from whichever of the four shapes it has.
+    public var bundleID: String? {
+        data?.bundleID ?? summary?.bundleID ?? appData?.bundleID ?? externalPurchaseToken?.bundleID
+    }
+
+    /// The environment Apple signed it in, from whichever shape it has.
+    public var environment: AppStoreEnvironment? {
+        data?.environment ?? summary?.environment ?? appData?.environment ?? externalPurchaseToken?.environment
+    }
+
+    /// The app's Apple ID, from whichever shape it has.
+    public var appAppleID: Int64? {
+        data?.appAppleID ?? summary?.appAppleID ?? appData?.appAppleID ?? externalPurchaseToken?.appAppleID
+    }
 }
 
 /// `data` of a notification: which app, which environment, and the nested
@@ -95,6 +164,11 @@ public struct NotificationType: AppleStringValue {
     public static let oneTimeCharge = NotificationType(rawValue: "ONE_TIME_CHARGE")
     public static let consumptionRequest = NotificationType(rawValue: "CONSUMPTION_REQUEST")
     public static let test = NotificationType(rawValue: "TEST")
+    public static let externalPurchaseToken = NotificationType(rawValue: "EXTERNAL_PURCHASE_TOKEN")
+    public static let rescindConsent = NotificationType(rawValue: "RESCIND_CONSENT")
+    public static let metadataUpdate = NotificationType(rawValue: "METADATA_UPDATE")
+    public static let migration = NotificationType(rawValue: "MIGRATION")
+    public static let priceChange = NotificationType(rawValue: "PRICE_CHANGE")
 }
 
 /// Apple's `subtype`, open for the same reason as `NotificationType`.
@@ -118,6 +192,10 @@ public struct NotificationSubtype: AppleStringValue {
     public static let accepted = NotificationSubtype(rawValue: "ACCEPTED")
     public static let summary = NotificationSubtype(rawValue: "SUMMARY")
     public static let failure = NotificationSubtype(rawValue: "FAILURE")
+    /// `EXTERNAL_PURCHASE_TOKEN`: a token not reported to Apple yet.
+    public static let unreported = NotificationSubtype(rawValue: "UNREPORTED")
+    public static let activeTokenReminder = NotificationSubtype(rawValue: "ACTIVE_TOKEN_REMINDER")
+    public static let created = NotificationSubtype(rawValue: "CREATED")
 }
 
 /// Apple's `environment`: `Production`, `Sandbox`, or the local-testing ones.

@@ -1,7 +1,7 @@
 import Foundation
 import Ledger
 
-/// A signed payload checked against PRODUCT.md "Input limits" like any other
+/// A signed payload checked against the input limits (docs/api.md, "Input limits") like any other
 /// entry point: its dates in 1970…9999-12-31T23:59:59Z (kept to the
 /// millisecond), its identifiers 1–200 bytes of UTF-8 without control
 /// characters and normalised to NFC (`InputLimits`). A payload outside them
@@ -52,6 +52,10 @@ extension NotificationPayload: LimitedPayload {
         payload.notificationUUID = try check.identifier(notificationUUID, "notificationUUID")
         payload.signedDate = try check.instant(signedDate, "signedDate")
         payload.summary?.productID = try check.identifier(summary?.productID, "summary.productId")
+        payload.externalPurchaseToken?.externalPurchaseID = try check.identifier(externalPurchaseToken?.externalPurchaseID,
+                                                                                 "externalPurchaseToken.externalPurchaseId")
+        payload.externalPurchaseToken?.tokenCreationDate = try check.instant(externalPurchaseToken?.tokenCreationDate,
+                                                                             "externalPurchaseToken.tokenCreationDate")
         return payload
     }
 }

@@ -20,6 +20,10 @@ public struct TransactionInfo: Sendable, Hashable, Codable {
     public var signedDate: Date
     public var revocationReason: Int?
     public var revocationDate: Date?
+    /// `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`.
+    public var revocationType: String?
+    /// A prorated refund's share, in thousandths.
+    public var revocationPercentage: Int?
     public var isUpgraded: Bool?
     public var offerType: Int?
     public var offerIdentifier: String?
@@ -54,7 +58,8 @@ public struct TransactionInfo: Sendable, Hashable, Codable {
         case transactionID = "transactionId", originalTransactionID = "originalTransactionId"
         case webOrderLineItemID = "webOrderLineItemId", bundleID = "bundleId", productID = "productId"
         case subscriptionGroupIdentifier, purchaseDate, originalPurchaseDate, expiresDate, quantity, type, appAccountToken
-        case inAppOwnershipType, signedDate, revocationReason, revocationDate, isUpgraded, offerType, offerIdentifier
+        case inAppOwnershipType, signedDate, revocationReason, revocationDate, revocationType, revocationPercentage
+        case isUpgraded, offerType, offerIdentifier
         case environment, storefront, transactionReason, currency, price
     }
 

@@ -179,27 +179,6 @@ public struct EventStore: Sendable {
         return try rows.map(Self.decode)
     }
 
-    /// The events of several streams after the versions given (0: from the
-    /// start), in one query, each stream's in version order. For projections
-    /// that load every stream a batch touches at once.
-    public func readStreams(_ versions: [String: Int64], on connection: Connection) async throws -> [String: [RecordedEvent]] {
-        guard !versions.isEmpty else { return [:] }
-        let wanted = PostgresJSON(text: "{" + versions.keys.sorted().map { JSONText.string($0) + ":" + String(versions[$0]!) }
-            .joined(separator: ",") + "}")
-        let rows = try await connection.query("""
-            SELECT \(unsafeRaw: Self.columns) FROM events
-            WHERE stream_id IN (SELECT key FROM jsonb_each_text(\(wanted)::jsonb) AS w(key, value))
-              AND stream_version > (\(wanted)::jsonb ->> stream_id)::bigint
-            ORDER BY stream_id, stream_version
-            """)
-        var streams = [String: [RecordedEvent]]()
-        for row in rows {
-            let event = try Self.decode(row)
-            streams[event.streamID, default: []].append(event)
-        }
-        return streams
-    }
-
     /// A stream's current version (0 when it does not exist).
     public func streamVersion(_ streamID: String) async throws -> Int64 {
         let rows = try await pool.query("SELECT version FROM streams WHERE stream_id = \(streamID)")

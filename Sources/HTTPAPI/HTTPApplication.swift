@@ -10,22 +10,18 @@ import Postgres
 import ServiceLifecycle
 import SubledgerApp
 
-/// The router with every route; tests drive it directly.
-public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestContext> {
+/// The router with every route of the API, built from wired components;
+/// tests drive it directly.
+public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext> {
+    let dependencies = components.dependencies
     let router = Router(context: AppRequestContext.self)
     // Outermost, so it counts the status the client gets, after error mapping.
     router.add(middleware: RequestMetricsMiddleware())
-    router.add(middleware: ErrorMiddleware(logger: dependencies.logger))
+    router.add(middleware: ErrorMiddleware(logger: dependencies.logger,
+                                           maximumBodySize: dependencies.configuration.maximumBodySize))
     router.add(middleware: BodyLimitMiddleware(maximumBodySize: dependencies.configuration.maximumBodySize))
     let keys = dependencies.configuration.apiKeys
-    let appStore = AppStoreIntegration(dependencies)
-    var writer = LedgerWriter(dependencies)
-    writer.claimObserver = appStore.claimObserver
-    // Concurrent requests for different subscribers share a commit.
-    writer.combiner = dependencies.writeCombiner
-    // Concurrent reads of current states share a round trip.
-    var reader = SubscriberReader(dependencies)
-    reader.combiner = ReadCombiner()
+    let (writer, reader, appStore) = (components.writer, components.reader, components.appStore)
     HealthController(health: HealthStore(dependencies), metrics: dependencies.metrics, logger: dependencies.logger)
         .addRoutes(to: router)
     RemindersController(store: ReminderStore(pool: dependencies.pool, listings: dependencies.supportReads), keys: keys).addRoutes(to: router)
@@ -49,18 +45,26 @@ public func buildRouter(_ dependencies: AppDependencies) -> Router<AppRequestCon
     return router
 }
 
-/// The HTTP application with its services, in dependency order: the pool
-/// first (shut down last), then `extraServices` (workers), then the server.
-/// `extraRoutes` adds to the API's routes (the bench's floor routes);
+/// The HTTP application: the API's components wired from `dependencies`,
+/// their router, and the services in dependency order (the pool first, shut
+/// down last, then `extraServices`, the workers, then the server).
 /// `onServerRunning` learns the listening channel (its port, when 0 was asked).
 public func buildApplication(
     _ dependencies: AppDependencies, services extraServices: [any Service] = [],
-    extraRoutes: (Router<AppRequestContext>) -> Void = { _ in },
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+) -> some ApplicationProtocol {
+    buildApplication(router: buildRouter(AppComponents(dependencies)), dependencies: dependencies, services: extraServices,
+                     onServerRunning: onServerRunning)
+}
+
+/// The HTTP application serving `router` where the configuration says, with
+/// the same services as above, behind the server's limits (read and idle
+/// timeouts, a connection cap).
+public func buildApplication(
+    router: Router<AppRequestContext>, dependencies: AppDependencies, services extraServices: [any Service] = [],
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let configuration = dependencies.configuration
-    let router = buildRouter(dependencies)
-    extraRoutes(router)
     let limits = HTTPServerLimits(
         readTimeout: configuration.httpReadTimeout, idleTimeout: configuration.httpIdleTimeout,
         maximumConnections: configuration.httpMaximumConnections)

@@ -199,8 +199,7 @@ struct ActivityTimeline {
         let id = record.fact.transactionID
         dates.append(record.visibleFrom)
         dates.append(record.fact.purchaseDate)
-        if let refund = ledger.refunds[id] { dates.append(refund.date) }
-        if let reversal = ledger.refundReversals[id] { dates.append(reversal.date) }
+        dates += ledger.refundDates(ofOriginal: record.fact.originalTransactionID)
         if includeEnds {
             if let expires = record.fact.expiresDate { dates.append(expires) }
             for extended in ledger.extensions[id] ?? [] {
@@ -214,7 +213,9 @@ struct ActivityTimeline {
     /// transfers, and (with `includeStore`) the store's expiries and billing
     /// issues with their grace ends.
     static func originalDates(_ original: String, ledger: SubscriberLedger, includeStore: Bool = true) -> [Date] {
-        var dates = (ledger.ownership[original] ?? []).map(\.date)
+        var dates = ledger.ownership.isEmpty ? [] : Environment.allCases.flatMap {
+            (ledger.ownership[$0.ownershipKey(original)] ?? []).map(\.date)
+        }
         guard includeStore else { return dates }
         dates += (ledger.storeExpiries[original] ?? []).map(\.date)
         for issue in ledger.billingIssues[original] ?? [] {

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The App Store's five product types, with their JSON spelling.
 public enum ProductType: String, Sendable, Hashable, Codable, CaseIterable {

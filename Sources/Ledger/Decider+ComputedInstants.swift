@@ -1,6 +1,6 @@
 import Foundation
 
-// PRODUCT.md "Input limits": a computed instant outside 1970…9999 is refused
+// The input limits (docs/api.md): a computed instant outside 1970…9999 is refused
 // like a given one. A transaction computes two kinds: non-renewing period
 // ends (start + duration, stacked behind the group's other periods) and
 // reminder due times (end − lead). They are refused as 400 `invalid_field`

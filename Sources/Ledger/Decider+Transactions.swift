@@ -11,6 +11,9 @@ extension Decider {
         let transactionID = requested.transactionID
         let productID = requested.productID
         if let recorded = ledger.transactions[transactionID] {
+            guard recorded.fact.environment == requested.environment else {
+                throw otherEnvironment(transactionID, recorded: recorded.fact.environment, field: "transactionId")
+            }
             try checkSameProduct(recorded, productID: productID)
             if let renewal,
                let extended = try renewalExtension(of: recorded, by: renewal, ledger: ledger, owner: owner, now: now, source: source) {
@@ -20,7 +23,7 @@ extension Decider {
         }
         guard let product = catalog.product(id: productID) else { throw .unknownProduct(productID, field: "productId") }
         if renewal != nil, product.type != .autoRenewable {
-            throw LedgerError(kind: .rule, code: "not_renewable",
+            throw LedgerError(kind: .rule, code: .notRenewable,
                               message: "Product '\(productID)' is \(product.type.rawValue); only auto-renewable products renew.",
                               field: "productId")
         }
@@ -43,6 +46,8 @@ extension Decider {
         fact.productType = product.type
         fact.group = product.group
         fact.duration = product.duration
+        // Periods are a subscription's; other products have one sale per original.
+        if product.type != .autoRenewable { fact.details.webOrderLineItemID = nil }
         if product.type != .autoRenewable {
             fact.expiresDate = nil
             fact.autoRenew = nil
@@ -60,25 +65,29 @@ extension Decider {
             decision.events.append(event)
             return
         }
-        let claimedHere = decision.claims.contains(original)
+        // Ownership is per environment: a Sandbox fact never claims or moves
+        // a Production original, nor the reverse.
+        let key = fact.environment.ownershipKey(original)
+        let claimedHere = decision.claims.contains(key)
         let currentOwner = claimedHere ? ledger.subscriberID
-            : owner(original) ?? (ledger.holds(originalTransactionID: original) ? ledger.subscriberID : nil)
+            : owner(key) ?? (ledger.holds(originalTransactionID: original, environment: fact.environment) ? ledger.subscriberID : nil)
         switch currentOwner {
         case ledger.subscriberID?:
             decision.events.append(event)
             // Held here but missing from the lookup: claim it again so the lookup heals.
-            if !claimedHere, owner(original) == nil { decision.claims.append(original) }
+            if !claimedHere, owner(key) == nil { decision.claims.append(key) }
         case nil:
             decision.events.append(event)
-            decision.claims.append(original)
+            decision.claims.append(key)
         case let other?:
             guard restorePolicy == .transfer else {
-                throw LedgerError(kind: .conflict, code: "owned_by_other_subscriber",
+                throw LedgerError(kind: .conflict, code: .ownedByOtherSubscriber,
                                   message: "Original transaction '\(original)' belongs to another subscriber and the restore policy is keep-original.",
                                   field: field)
             }
             let transfer = TransferFact(originalTransactionID: original, fromSubscriberID: other, toSubscriberID: ledger.subscriberID,
-                                        afterPosition: ledger.lastPosition, date: now, source: source)
+                                        afterPosition: ledger.lastPosition, date: now, source: source,
+                                        environment: fact.environment == .production ? nil : fact.environment)
             var incoming = transfer
             incoming.transaction = fact
             decision.events.append(.transferredIn(incoming))
@@ -87,7 +96,7 @@ extension Decider {
             } else {
                 decision.transfers.append(Decision.Transfer(fromSubscriberID: other, events: [.transferredOut(transfer)]))
             }
-            decision.claims.append(original)
+            decision.claims.append(key)
         }
     }
 
@@ -100,7 +109,7 @@ extension Decider {
         let transactionID = recorded.fact.transactionID
         guard let knownEnd = ledger.expiresDate(ofTransaction: transactionID), renewal.expiresDate > knownEnd else { return nil }
         let original = recorded.fact.originalTransactionID
-        if let other = owner(original), other != ledger.subscriberID {
+        if let other = owner(recorded.fact.environment.ownershipKey(original)), other != ledger.subscriberID {
             throw ownedByOther(original, field: "originalTransactionId")
         }
         try checkComputedInstants(ofExtendedEnd: renewal.expiresDate, productID: recorded.fact.productID)
@@ -114,7 +123,7 @@ extension Decider {
     /// A transaction id names one sale: the same id for another product is a conflict.
     private func checkSameProduct(_ recorded: SubscriberLedger.TransactionRecord, productID: String) throws(LedgerError) {
         guard recorded.fact.productID != productID else { return }
-        throw LedgerError(kind: .conflict, code: "transaction_conflict",
+        throw LedgerError(kind: .conflict, code: .transactionConflict,
                           message: "Transaction '\(recorded.fact.transactionID)' is already recorded for product '\(recorded.fact.productID)', not '\(productID)'.",
                           field: "transactionId")
     }
@@ -134,7 +143,7 @@ extension Decider {
                 throw .unknownProduct(transaction.productID, field: prefix + "productId")
             }
             guard product.type.isRestorable else {
-                throw LedgerError(kind: .rule, code: "not_restorable",
+                throw LedgerError(kind: .rule, code: .notRestorable,
                                   message: "Product '\(product.id)' is consumable; consumables cannot be restored.",
                                   field: prefix + "productId")
             }
@@ -144,11 +153,14 @@ extension Decider {
             let fact = withTerms(of: product, TransactionFact(
                 transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
                 productID: product.id, purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate,
-                deviceID: request.deviceID, environment: transaction.environment, source: source))
+                deviceID: request.deviceID, environment: transaction.environment, source: source, details: transaction.details))
             guard seenInRequest.insert(fact.transactionID).inserted else { continue }
-            let original = fact.originalTransactionID
-            let ownedElsewhere = !decision.claims.contains(original)
-                && (owner(original).map { $0 != ledger.subscriberID } ?? false)
+            let key = fact.environment.ownershipKey(fact.originalTransactionID)
+            let ownedElsewhere = !decision.claims.contains(key)
+                && (owner(key).map { $0 != ledger.subscriberID } ?? false)
+            if let recorded = ledger.transactions[fact.transactionID], recorded.fact.environment != fact.environment {
+                throw otherEnvironment(fact.transactionID, recorded: recorded.fact.environment, field: prefix + "transactionId")
+            }
             if let recorded = ledger.transactions[fact.transactionID], !ownedElsewhere {
                 try checkSameProduct(recorded, productID: fact.productID)
                 continue

@@ -110,26 +110,32 @@ public struct Decider: Sendable {
             decision = try decide(reversal, ledger: ledger, owner: owner, now: now, source: source)
         case .expiry(let expiry):
             decision = try decide(expiry, ledger: ledger, now: now, source: source)
-        case .autoRenewChange(let change) where change.effectiveDate == nil && ledger.latestAutoRenew(of: change.originalTransactionID)?.value == change.autoRenew:
-            // Undated, its key would be new on every retry: the same change
-            // as the latest one recorded is that one again.
-            decision = .duplicate(of: ledger.latestAutoRenew(of: change.originalTransactionID)!.position)
-        case .billingIssue(let issue) where issue.effectiveDate == nil:
+        case .autoRenewChange(let change) where (change.effectiveDate == nil || change.isReportedState)
+            && ledger.knowsAlready(change):
+            // Undated (an API fact) its key would be new on every retry; a
+            // state a renewal info reports is news only when it differs from
+            // what the ledger knows (on, when nothing said otherwise) and is
+            // not older than it.
+            decision = .duplicate(of: ledger.currentAutoRenew(of: change.originalTransactionID, environment: change.environment)?.position)
+        case .billingIssue(let issue) where issue.effectiveDate == nil || issue.isReportedState:
             if let open = ledger.openBillingIssue(of: issue.originalTransactionID),
                open.value.gracePeriodExpiresDate == issue.gracePeriodExpiresDate {
                 decision = .duplicate(of: open.position)
             } else {
                 decision = try decideSubscriptionChange(
-                    originalTransactionID: issue.originalTransactionID, productID: issue.productID, ledger: ledger, owner: owner
+                    originalTransactionID: issue.originalTransactionID, productID: issue.productID,
+                    environment: issue.environment, ledger: ledger, owner: owner
                 ) { productID in
                     .billingIssue(BillingIssue(originalTransactionID: issue.originalTransactionID, productID: productID,
-                                               effectiveDate: now, gracePeriodExpiresDate: issue.gracePeriodExpiresDate,
+                                               effectiveDate: issue.effectiveDate ?? now,
+                                               gracePeriodExpiresDate: issue.gracePeriodExpiresDate,
                                                environment: issue.environment, source: source))
                 }
             }
         case .autoRenewChange(let change):
             decision = try decideSubscriptionChange(
-                originalTransactionID: change.originalTransactionID, productID: change.productID, ledger: ledger, owner: owner
+                originalTransactionID: change.originalTransactionID, productID: change.productID,
+                environment: change.environment, ledger: ledger, owner: owner
             ) { productID in
                 .autoRenewChanged(AutoRenewChange(originalTransactionID: change.originalTransactionID, productID: productID,
                                                   autoRenew: change.autoRenew, effectiveDate: change.effectiveDate ?? now,
@@ -137,7 +143,8 @@ public struct Decider: Sendable {
             }
         case .billingIssue(let issue):
             decision = try decideSubscriptionChange(
-                originalTransactionID: issue.originalTransactionID, productID: issue.productID, ledger: ledger, owner: owner
+                originalTransactionID: issue.originalTransactionID, productID: issue.productID,
+                environment: issue.environment, ledger: ledger, owner: owner
             ) { productID in
                 .billingIssue(BillingIssue(originalTransactionID: issue.originalTransactionID, productID: productID,
                                            effectiveDate: issue.effectiveDate ?? now,
@@ -157,8 +164,16 @@ public struct Decider: Sendable {
     }
 
     func ownedByOther(_ original: String, field: String) -> LedgerError {
-        LedgerError(kind: .conflict, code: "owned_by_other_subscriber",
+        LedgerError(kind: .conflict, code: .ownedByOtherSubscriber,
                     message: "Original transaction '\(original)' belongs to another subscriber; send the fact to its owner.", field: field)
+    }
+
+    /// A fact of one environment naming a transaction recorded in the other:
+    /// Sandbox never touches Production, nor the reverse.
+    func otherEnvironment(_ transactionID: String, recorded: Environment, field: String) -> LedgerError {
+        LedgerError(kind: .conflict, code: .environmentConflict,
+                    message: "Transaction '\(transactionID)' is recorded in \(recorded.rawValue); a fact from the other environment cannot change it.",
+                    field: field)
     }
 }
 
@@ -167,7 +182,7 @@ extension FactRequest.Purchase {
     func fact(source: String) -> TransactionFact {
         TransactionFact(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
                         purchaseDate: purchaseDate, expiresDate: expiresDate, quantity: quantity, autoRenew: autoRenew,
-                        deviceID: deviceID, environment: environment, source: source)
+                        deviceID: deviceID, environment: environment, source: source, details: details)
     }
 }
 
@@ -176,6 +191,6 @@ extension FactRequest.Renewal {
     func fact(source: String) -> TransactionFact {
         TransactionFact(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
                         purchaseDate: purchaseDate, expiresDate: expiresDate, quantity: quantity, autoRenew: autoRenew,
-                        deviceID: deviceID, environment: environment, source: source)
+                        deviceID: deviceID, environment: environment, source: source, details: details)
     }
 }

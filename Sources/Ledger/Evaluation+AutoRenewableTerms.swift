@@ -23,13 +23,14 @@ extension Evaluation {
     /// every instant it sweeps.
     static func autoRenewableStatus(_ record: SubscriberLedger.TransactionRecord, ledger: SubscriberLedger, catalog: Catalog,
                                     at: Date) -> (status: SubscriptionStatus, group: String)? {
-        guard record.visibleFrom <= at, ledger.owns(record.fact.originalTransactionID, at: at) else { return nil }
+        guard record.visibleFrom <= at,
+              ledger.owns(record.fact.originalTransactionID, environment: record.fact.environment, at: at) else { return nil }
         let product = catalogProduct(of: record.fact, catalog: catalog, readingDuration: false)
         guard let type = record.fact.productType ?? product?.type else { return nil }
         let expiresDate = type == .autoRenewable
             ? ledger.expiresDate(ofTransaction: record.fact.transactionID, at: at) : record.fact.expiresDate
         let terms = autoRenewableTerms(original: record.fact.originalTransactionID, purchaseDate: record.fact.purchaseDate,
-                                       expiresDate: expiresDate, refund: refund(of: record.fact.transactionID, ledger: ledger, at: at),
+                                       expiresDate: expiresDate, refund: ledger.refundInEffect(for: record.fact, isSubscription: type == .autoRenewable, at: at),
                                        ledger: ledger, at: at)
         return (terms.status, record.fact.group ?? product?.group ?? record.fact.productID)
     }
@@ -52,11 +53,20 @@ extension Evaluation {
                 expiredByStore = Dated(date: expiry.date, position: expiry.position)
             }
         }
+        // Grace starts at the period's end, whenever the billing issue that
+        // reports it arrives (Apple signs DID_FAIL_TO_RENEW after the renewal
+        // failed, often hours later): an issue about this period counts at
+        // every instant. An expiry the store dated before the period's end
+        // cut it short, and no grace follows.
+        // https://developer.apple.com/documentation/appstoreservernotifications/graceperiodexpiresdate
+        // https://developer.apple.com/help/app-store-connect/manage-subscriptions/enable-billing-grace-period-for-auto-renewable-subscriptions
         var graceEnd: Date?
-        if expiredByStore == nil {
-            for issue in ledger.billingIssues[original] ?? [] where issue.date <= at && issue.date >= purchaseDate {
+        let cutShort = expiredByStore.map { $0.date < (expiresDate ?? purchaseDate) } ?? false
+        if !cutShort {
+            for issue in ledger.billingIssues[original] ?? [] where issue.date >= purchaseDate {
+                guard let grace = issue.value.gracePeriodExpiresDate, grace > end else { continue }
                 positions.append(issue.position)
-                if let grace = issue.value.gracePeriodExpiresDate { graceEnd = max(graceEnd ?? grace, grace) }
+                graceEnd = max(graceEnd ?? grace, grace)
             }
         }
         let status: SubscriptionStatus

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The rules applied to a ledger at one instant; `SubscriberState`, coverage,
 /// reminders and explanations are all read from it.
@@ -100,7 +101,7 @@ struct Evaluation {
                 }
                 if type == .autoRenewable {
                     guard record.visibleFrom <= at else { continue }
-                    if owns == nil { owns = ledger.owns(original, at: at) }
+                    if owns == nil { owns = ledger.owns(original, environment: record.fact.environment, at: at) }
                     if owns == true {
                         chain.append(ChainLink(transactionID: record.fact.transactionID, purchaseDate: record.fact.purchaseDate,
                                                position: record.position, autoRenew: record.fact.autoRenew))
@@ -146,12 +147,13 @@ struct Evaluation {
     /// visible yet, its original is held by someone else, or its type is unknown.
     static func transaction(_ record: SubscriberLedger.TransactionRecord, ledger: SubscriberLedger, catalog: Catalog,
                             at: Date) -> Transaction? {
-        guard record.visibleFrom <= at, ledger.owns(record.fact.originalTransactionID, at: at) else { return nil }
+        guard record.visibleFrom <= at,
+              ledger.owns(record.fact.originalTransactionID, environment: record.fact.environment, at: at) else { return nil }
         let fact = record.fact
         // Only non-renewing transactions use a duration (`stack`).
         let product = catalogProduct(of: fact, catalog: catalog, readingDuration: fact.productType == .nonRenewing)
         guard let type = fact.productType ?? product?.type else { return nil }
-        let refund = Self.refund(of: fact.transactionID, ledger: ledger, at: at)
+        let refund = ledger.refundInEffect(for: fact, isSubscription: type == .autoRenewable, at: at)
         var extended = fact
         if type == .autoRenewable { extended.expiresDate = ledger.expiresDate(ofTransaction: fact.transactionID, at: at) }
         return Transaction(fact: extended, position: record.position, type: type,
@@ -166,13 +168,6 @@ struct Evaluation {
     static func catalogProduct(of fact: TransactionFact, catalog: Catalog, readingDuration: Bool) -> Product? {
         let lacksTerms = fact.productType == nil || fact.group == nil || (readingDuration && fact.duration == nil)
         return lacksTerms ? catalog.product(id: fact.productID) : nil
-    }
-
-    /// The refund of a transaction in effect at `at` (not reversed by then).
-    static func refund(of transactionID: String, ledger: SubscriberLedger, at: Date) -> SubscriberLedger.Dated<RefundFact>? {
-        ledger.refunds[transactionID].flatMap { refund in
-            refund.date <= at && !ledger.isRefundReversed(transactionID, refund: refund, at: at) ? refund : nil
-        }
     }
 
     /// What a chain's other transactions lend to its latest one.
@@ -258,12 +253,14 @@ struct Evaluation {
                 if let refund = transaction.refund {
                     grants.append(Grant(entitlement: entitlement, productID: fact.productID, source: fact.transactionID,
                                         active: false, end: refund.date,
-                                        reason: "\(transaction.type.rawValue) \(fact.productID) (transaction \(fact.transactionID)) was refunded at \(RFC3339.format(refund.date))",
+                                        reason: "\(transaction.type.rawValue) \(fact.productID) (transaction \(fact.transactionID)) was refunded at \(RFC3339.format(refund.date))"
+                                            + Self.storeNote(fact, refund: refund.value),
                                         positions: [transaction.position, refund.position]))
                 } else {
                     grants.append(Grant(entitlement: entitlement, productID: fact.productID, source: fact.transactionID,
                                         active: true, end: nil,
-                                        reason: "\(transaction.type.rawValue) \(fact.productID) was purchased at \(RFC3339.format(fact.purchaseDate)) (transaction \(fact.transactionID)) and never expires",
+                                        reason: "\(transaction.type.rawValue) \(fact.productID) was purchased at \(RFC3339.format(fact.purchaseDate)) (transaction \(fact.transactionID)) and never expires"
+                                            + Self.storeNote(fact, refund: nil),
                                         positions: [transaction.position]))
                 }
             }
@@ -287,9 +284,10 @@ struct Evaluation {
                 let revokedAt = subscription.latest.revokedAt!
                 grant = (false, revokedAt, "auto-renewable \(fact.productID) (\(original)) was refunded; access ended at \(RFC3339.format(revokedAt))")
             }
+            let note = Self.storeNote(fact, refund: subscription.latest.refund?.value)
             for entitlement in entitlements(fact.productID) {
                 grants.append(Grant(entitlement: entitlement, productID: fact.productID, source: fact.transactionID,
-                                    active: grant.0, end: grant.1, reason: grant.2, positions: subscription.positions))
+                                    active: grant.0, end: grant.1, reason: grant.2 + note, positions: subscription.positions))
             }
         }
         for group in nonRenewingGroups {
@@ -316,6 +314,38 @@ struct Evaluation {
                 }
             }
         }
+    }
+
+    /// What the App Store said about a transaction and its refund, in words
+    /// for `explain` ("" when it said nothing).
+    static func storeNote(_ fact: TransactionFact, refund: RefundFact?) -> String {
+        var notes: [String] = []
+        if fact.details.ownershipType == "FAMILY_SHARED" { notes.append("shared through Family Sharing") }
+        switch fact.details.offerType {
+        case 1?: notes.append("bought with an introductory offer")
+        case 2?: notes.append("bought with a promotional offer")
+        case 3?: notes.append("bought with an offer code")
+        case 4?: notes.append("bought with a win-back offer")
+        case let other?: notes.append("bought with offer type \(other)")
+        case nil: break
+        }
+        if fact.details.isUpgraded == true { notes.append("the subscriber upgraded from it") }
+        if let details = refund?.details {
+            switch details.revocationType {
+            case "REFUND_PRORATED"?:
+                let share = details.revocationPercentage.map { " (\(Double($0) / 10)% refunded)" } ?? ""
+                notes.append("prorated refund\(share)")
+            case "FAMILY_REVOKE"?: notes.append("revoked: Family Sharing ended")
+            case "REFUND_FULL"?: notes.append("full refund")
+            default: break
+            }
+            switch details.revocationReason {
+            case 1?: notes.append("refund reason: an issue with the app")
+            case 0?: notes.append("refund reason: another reason")
+            default: break
+            }
+        }
+        return notes.isEmpty ? "" : "; " + notes.joined(separator: "; ")
     }
 
     /// The grant that speaks for each entitlement: an active one that never

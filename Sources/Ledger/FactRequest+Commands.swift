@@ -15,10 +15,13 @@ extension FactRequest {
         public var quantity: Int
         public var deviceID: String?
         public var environment: Environment
+        /// What a signed transaction said beyond its terms.
+        public var details: AppleTransactionDetails
 
         public init(transactionID: String, originalTransactionID: String? = nil, productID: String, purchaseDate: Date,
                     expiresDate: Date? = nil, autoRenew: Bool? = nil, quantity: Int = 1, deviceID: String? = nil,
-                    environment: Environment = .production) {
+                    environment: Environment = .production, details: AppleTransactionDetails = AppleTransactionDetails()) {
+            self.details = details
             self.transactionID = transactionID
             self.originalTransactionID = originalTransactionID ?? transactionID
             self.productID = productID
@@ -46,10 +49,14 @@ extension FactRequest {
         /// An extension: when it took effect (defaults to the decision's `now`).
         public var effectiveDate: Date?
         public var environment: Environment
+        /// What a signed transaction said beyond its terms.
+        public var details: AppleTransactionDetails
 
         public init(transactionID: String, originalTransactionID: String, productID: String, purchaseDate: Date,
                     expiresDate: Date, autoRenew: Bool? = nil, quantity: Int = 1, deviceID: String? = nil,
-                    effectiveDate: Date? = nil, environment: Environment = .production) {
+                    effectiveDate: Date? = nil, environment: Environment = .production,
+                    details: AppleTransactionDetails = AppleTransactionDetails()) {
+            self.details = details
             self.transactionID = transactionID
             self.originalTransactionID = originalTransactionID
             self.productID = productID
@@ -85,9 +92,13 @@ extension FactRequest {
         public var revocationDate: Date?
         public var reason: String?
         public var environment: Environment
+        /// What the store said about the revocation.
+        public var details: AppleRevocationDetails
 
         public init(transactionID: String, originalTransactionID: String? = nil, revocationDate: Date? = nil,
-                    reason: String? = nil, environment: Environment = .production) {
+                    reason: String? = nil, environment: Environment = .production,
+                    details: AppleRevocationDetails = AppleRevocationDetails()) {
+            self.details = details
             self.transactionID = transactionID
             self.originalTransactionID = originalTransactionID
             self.revocationDate = revocationDate
@@ -165,9 +176,13 @@ extension FactRequest {
         /// When it happened (defaults to the decision's `now`).
         public var effectiveDate: Date?
         public var environment: Environment
+        /// A state the store reported (renewal info) rather than a change:
+        /// recorded only when it differs from what the ledger knows.
+        public var isReportedState: Bool
 
         public init(originalTransactionID: String, autoRenew: Bool, productID: String? = nil, effectiveDate: Date? = nil,
-                    environment: Environment = .production) {
+                    environment: Environment = .production, isReportedState: Bool = false) {
+            self.isReportedState = isReportedState
             self.originalTransactionID = originalTransactionID
             self.autoRenew = autoRenew
             self.productID = productID
@@ -186,9 +201,13 @@ extension FactRequest {
         /// When it happened (defaults to the decision's `now`).
         public var effectiveDate: Date?
         public var environment: Environment
+        /// A state the store reported (renewal info) rather than a failure
+        /// it announced: recorded only when the open issue differs.
+        public var isReportedState: Bool
 
         public init(originalTransactionID: String, productID: String? = nil, gracePeriodExpiresDate: Date? = nil,
-                    effectiveDate: Date? = nil, environment: Environment = .production) {
+                    effectiveDate: Date? = nil, environment: Environment = .production, isReportedState: Bool = false) {
+            self.isReportedState = isReportedState
             self.originalTransactionID = originalTransactionID
             self.productID = productID
             self.gracePeriodExpiresDate = gracePeriodExpiresDate

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 extension FactRequest {
     /// Parses and validates a request body against `InputLimits`
@@ -25,7 +26,7 @@ extension FactRequest {
         let typeNames = FactType.allCases.map(\.rawValue).joined(separator: ", ")
         guard let typeName = try reader.string("type") else { throw .missingField("type", "one of \(typeNames)") }
         guard let type = FactType(rawValue: typeName) else {
-            throw LedgerError(kind: .badRequest, code: "invalid_type",
+            throw LedgerError(kind: .badRequest, code: .invalidType,
                               message: "Field 'type' must be one of \(typeNames), got \"\(typeName.prefix(64))\".",
                               field: "type")
         }
@@ -44,6 +45,16 @@ extension FactRequest {
         let environment = try reader.environment("environment") ?? .production
         let deviceID = try reader.identifier("deviceId")
         let quantity = try reader.positiveInteger("quantity", max: InputLimits.quantities.upperBound) ?? 1
+        // What StoreKit's transaction says beyond the terms, kept for support.
+        let details = AppleTransactionDetails(
+            ownershipType: try reader.oneOf("ownershipType", ["PURCHASED", "FAMILY_SHARED"]),
+            offerType: try reader.integer("offerType", in: 1...99),
+            webOrderLineItemID: try reader.identifier("webOrderLineItemId"),
+            isUpgraded: try reader.bool("isUpgraded"))
+        let revocation = AppleRevocationDetails(
+            revocationReason: try reader.integer("revocationReason", in: 0...99),
+            revocationType: try reader.oneOf("revocationType", ["REFUND_FULL", "REFUND_PRORATED", "FAMILY_REVOKE"]),
+            revocationPercentage: try reader.integer("revocationPercentage", in: 0...100_000))
 
         let purpose = "a \(type.rawValue) needs it"
         func required<Value>(_ value: Value?, _ key: String) throws(LedgerError) -> Value {
@@ -60,12 +71,12 @@ extension FactRequest {
                 request = .purchase(Purchase(
                     transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
                     purchaseDate: purchaseDate, expiresDate: expiresDate, autoRenew: autoRenew, quantity: quantity,
-                    deviceID: deviceID, environment: environment))
+                    deviceID: deviceID, environment: environment, details: details))
             } else {
                 request = .restore(Restore(
                     transaction: RestoreRequest.Transaction(
                         transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
-                        purchaseDate: purchaseDate, expiresDate: expiresDate, environment: environment),
+                        purchaseDate: purchaseDate, expiresDate: expiresDate, environment: environment, details: details),
                     deviceID: deviceID))
             }
         case .renewal:
@@ -77,11 +88,11 @@ extension FactRequest {
             request = .renewal(Renewal(
                 transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
                 purchaseDate: purchaseDate, expiresDate: expiresDate, autoRenew: autoRenew, quantity: quantity,
-                deviceID: deviceID, effectiveDate: effectiveDate, environment: environment))
+                deviceID: deviceID, effectiveDate: effectiveDate, environment: environment, details: details))
         case .refund:
             request = .refund(Refund(
                 transactionID: try required(transactionID, "transactionId"), originalTransactionID: originalTransactionID,
-                revocationDate: revocationDate, reason: reason, environment: environment))
+                revocationDate: revocationDate, reason: reason, environment: environment, details: revocation))
         case .refundReversal:
             request = .refundReversal(RefundReversal(
                 transactionID: try required(transactionID, "transactionId"), originalTransactionID: originalTransactionID,

@@ -86,9 +86,10 @@ public enum FactRequest: Sendable, Hashable {
         }
     }
 
-    /// The transaction and original transaction ids whose owners the
-    /// decision may ask about: look these up before calling the `Decider`.
+    /// The ownership keys (`Environment.ownershipKey`) of the transaction
+    /// and original transaction ids whose owners the decision may ask
+    /// about: look these up before calling the `Decider`.
     public var referencedTransactionIDs: Set<String> {
-        Set([transactionID, originalTransactionID].compactMap { $0 })
+        Set([transactionID, originalTransactionID].compactMap { $0.map(environment.ownershipKey) })
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// Reads typed fields out of a JSON object, throwing a `LedgerError` that
 /// names the field (with `prefix`, e.g. `transactions[2].`). `null` counts as
@@ -22,7 +23,7 @@ public struct FieldReader: Sendable {
         case .failure(let failure): throw .invalidJSON(failure.detail)
         case .success(.object(let fields)): return fields
         case .success(let other):
-            throw LedgerError(kind: .badRequest, code: "invalid_json",
+            throw LedgerError(kind: .badRequest, code: .invalidJSON,
                               message: "The body must be a JSON object, got \(other.kindDescription).")
         }
     }
@@ -97,11 +98,25 @@ public struct FieldReader: Sendable {
     }
 
     public func positiveInteger(_ key: String, max: Int) throws(LedgerError) -> Int? {
+        try integer(key, in: 1...max)
+    }
+
+    public func integer(_ key: String, in range: ClosedRange<Int>) throws(LedgerError) -> Int? {
         guard let value = value(key) else { return nil }
-        guard let number = value.wholeNumber, number >= 1, number <= Int64(max) else {
-            throw .invalidField(name(key), expected: "an integer from 1 to \(max)", got: value.kindDescription)
+        guard let number = value.wholeNumber, number >= Int64(range.lowerBound), number <= Int64(range.upperBound) else {
+            throw .invalidField(name(key), expected: "an integer from \(range.lowerBound) to \(range.upperBound)", got: value.kindDescription)
         }
         return Int(number)
+    }
+
+    /// One of `values`, exactly.
+    public func oneOf(_ key: String, _ values: [String]) throws(LedgerError) -> String? {
+        guard let value = value(key) else { return nil }
+        guard case .string(let text) = value, values.contains(text) else {
+            throw .invalidField(name(key), expected: "one of " + values.map { "\"\($0)\"" }.joined(separator: ", "),
+                                got: { if case .string(let text) = value { return "\"\(text.prefix(64))\"" } else { return value.kindDescription } }())
+        }
+        return text
     }
 
     public func environment(_ key: String) throws(LedgerError) -> Environment? {

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// An ISO 8601 duration of whole days, weeks, months and years (`P30D`, `P1W`,
 /// `P1M`, `P1Y`, `P1Y2M10D`). Time parts (`PT1H`) are rejected: the catalog

@@ -1,6 +1,7 @@
 import Foundation
+import JSON
 
-/// What every entry point accepts (PRODUCT.md "Input limits"); anything else
+/// What every entry point accepts (docs/api.md, "Input limits"); anything else
 /// is a 400 `invalid_field` naming the field (`date_in_future` for an
 /// effective date too far ahead). The parsers check these as they read, and
 /// the `Decider` checks every request again, so requests built in code (App
@@ -122,7 +123,7 @@ public enum InputLimits {
     static func checkEffectiveDate(_ date: Date, field: String, now: Date) throws(LedgerError) {
         _ = try instant(date, field: field)
         guard date <= now + futureTolerance else {
-            throw LedgerError(kind: .badRequest, code: "date_in_future",
+            throw LedgerError(kind: .badRequest, code: .dateInFuture,
                               message: "Field '\(field)' must be at most 24 hours after the server's clock (\(RFC3339.format(now))), got \(RFC3339.format(date)).",
                               field: field)
         }

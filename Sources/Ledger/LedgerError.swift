@@ -15,13 +15,13 @@ public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var kind: Kind
     /// Stable machine-readable code, e.g. `invalid_field`, `unknown_product`.
-    public var code: String
+    public var code: ErrorCode
     /// Human-readable; names the field and what was expected.
     public var message: String
     /// The JSON field at fault (`transactions[1].purchaseDate`), if any.
     public var field: String?
 
-    public init(kind: Kind, code: String, message: String, field: String? = nil) {
+    public init(kind: Kind, code: ErrorCode, message: String, field: String? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
@@ -33,21 +33,21 @@ public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public static func invalidJSON(_ detail: String) -> LedgerError {
-        LedgerError(kind: .badRequest, code: "invalid_json", message: "The body is not valid JSON: \(detail)")
+        LedgerError(kind: .badRequest, code: .invalidJSON, message: "The body is not valid JSON: \(detail)")
     }
 
     public static func missingField(_ field: String, _ detail: String? = nil) -> LedgerError {
-        LedgerError(kind: .badRequest, code: "missing_field",
+        LedgerError(kind: .badRequest, code: .missingField,
                     message: "Field '\(field)' is required" + (detail.map { ": \($0)" } ?? "."), field: field)
     }
 
     public static func invalidField(_ field: String, expected: String, got: String? = nil) -> LedgerError {
-        LedgerError(kind: .badRequest, code: "invalid_field",
+        LedgerError(kind: .badRequest, code: .invalidField,
                     message: "Field '\(field)' must be \(expected)" + (got.map { ", got \($0)." } ?? "."), field: field)
     }
 
     static func unknownProduct(_ productID: String, field: String) -> LedgerError {
-        LedgerError(kind: .rule, code: "unknown_product",
+        LedgerError(kind: .rule, code: .unknownProduct,
                     message: "Product '\(productID)' is not in the catalog.", field: field)
     }
 }

@@ -1,9 +1,11 @@
 import Foundation
+import JSON
 
 extension LedgerEvent {
     /// The key that makes the fact idempotent within a subscriber's stream
-    /// (PRODUCT.md): the transaction id for purchases, renewals and restores;
-    /// `refund:` + transaction id; `expiry:` + original transaction id (+ `@`
+    /// (docs/api.md, "Idempotency"): the transaction id for purchases,
+    /// renewals and restores; `refund:` + transaction id + `:` + revocation
+    /// date; `expiry:` + original transaction id (+ `@`
     /// end when known) or `expiry:` + group + `@` + end; transfers and other
     /// facts get keys derived from what identifies them.
     public var idempotencyKey: String? {
@@ -11,9 +13,9 @@ extension LedgerEvent {
         case .purchased(let fact), .renewed(let fact), .restored(let fact):
             return fact.transactionID
         case .refunded(let refund):
-            return Self.refundKey(transactionID: refund.transactionID)
+            return Self.refundKey(transactionID: refund.transactionID, date: refund.revocationDate)
         case .refundReversed(let reversal):
-            return Self.refundReversalKey(transactionID: reversal.transactionID)
+            return Self.refundReversalKey(transactionID: reversal.transactionID, date: reversal.date)
         case .renewalExtended(let renewalExtension):
             // The same transaction can be extended more than once, each time to a new end.
             return "renewal-extended:\(renewalExtension.transactionID)@\(RFC3339.format(renewalExtension.expiresDate))"
@@ -27,9 +29,9 @@ extension LedgerEvent {
         case .billingIssue(let issue):
             return "billing-issue:\(issue.originalTransactionID):\(RFC3339.format(issue.effectiveDate))"
         case .transferredOut(let transfer):
-            return "transfer-out:\(transfer.originalTransactionID):\(transfer.fromSubscriberID)>\(transfer.toSubscriberID)@\(transfer.afterPosition)"
+            return "transfer-out:\(transfer.ownershipKey):\(transfer.fromSubscriberID)>\(transfer.toSubscriberID)@\(transfer.afterPosition)"
         case .transferredIn(let transfer):
-            return "transfer-in:\(transfer.originalTransactionID):\(transfer.fromSubscriberID)>\(transfer.toSubscriberID)@\(transfer.afterPosition)"
+            return "transfer-in:\(transfer.ownershipKey):\(transfer.fromSubscriberID)>\(transfer.toSubscriberID)@\(transfer.afterPosition)"
         case .deviceSeen(let device):
             return "device:" + device.deviceID
         case .reminderSent(let delivery):
@@ -41,14 +43,15 @@ extension LedgerEvent {
         }
     }
 
-    /// `refund:` + transaction id: a transaction is refunded at most once.
-    static func refundKey(transactionID: String) -> String {
-        "refund:" + transactionID
+    /// `refund:` + transaction id + `:` + revocation date: one key per
+    /// refund, so a refund, its reversal and a second refund each count.
+    static func refundKey(transactionID: String, date: Date) -> String {
+        "refund:" + transactionID + ":" + RFC3339.format(date)
     }
 
-    /// `refund-reversed:` + transaction id.
-    static func refundReversalKey(transactionID: String) -> String {
-        "refund-reversed:" + transactionID
+    /// `refund-reversed:` + transaction id + `:` + the reversal's date.
+    static func refundReversalKey(transactionID: String, date: Date) -> String {
+        "refund-reversed:" + transactionID + ":" + RFC3339.format(date)
     }
 
     static func expiryKey(originalTransactionID: String?, group: String, end: Date?) -> String {

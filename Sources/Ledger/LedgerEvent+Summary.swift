@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// A readable line for an event in a subscriber's history, e.g.
 /// "Purchased com.example.pass.30d (transaction 1001) on device ABC".
@@ -11,7 +12,7 @@ public func summary(of event: LedgerEvent) -> String {
         if let expires = fact.expiresDate { text += ", expires \(RFC3339.format(expires))" }
         if let device = fact.deviceID { text += " on device \(device)" }
         if fact.environment == .sandbox { text += " [Sandbox]" }
-        return text
+        return text + Evaluation.storeNote(fact, refund: nil)
     }
     switch event {
     case .purchased(let fact):
@@ -23,6 +24,9 @@ public func summary(of event: LedgerEvent) -> String {
     case .refunded(let refund):
         return "Refunded \(refund.productID) (transaction \(refund.transactionID)), access ended \(RFC3339.format(refund.revocationDate))"
             + (refund.reason.map { ": \($0)" } ?? "")
+            + Evaluation.storeNote(TransactionFact(transactionID: refund.transactionID, originalTransactionID: refund.originalTransactionID,
+                                                   productID: refund.productID, purchaseDate: refund.revocationDate),
+                                   refund: refund.reason == nil ? refund : refund.withoutReasonCode)
     case .refundReversed(let reversal):
         return "Refund of \(reversal.productID) (transaction \(reversal.transactionID)) reversed at \(RFC3339.format(reversal.date)); access restored"
     case .renewalExtended(let renewalExtension):
@@ -57,4 +61,13 @@ public func summary(of event: LedgerEvent) -> String {
 extension LedgerEvent {
     /// `summary(of: self)`.
     public var summary: String { Ledger.summary(of: self) }
+}
+
+extension RefundFact {
+    /// The fact without `revocationReason`, when its `reason` already says it.
+    var withoutReasonCode: RefundFact {
+        var fact = self
+        fact.details.revocationReason = nil
+        return fact
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// JSON coders for the ledger's persisted and served values: camelCase keys,
 /// RFC 3339 UTC dates with milliseconds when not zero (`RFC3339.format`),

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The two kinds of reminder webhook.
 public enum ReminderType: String, Sendable, Hashable, Codable, CaseIterable {
@@ -10,7 +11,8 @@ public enum ReminderType: String, Sendable, Hashable, Codable, CaseIterable {
 
 /// Where a subscriber's coverage in a group ends: the end of the last
 /// stacked period of a non-renewing group, or the expiry of an
-/// auto-renewable whose auto-renew is off.
+/// auto-renewable whose auto-renew is off, or the end of its billing grace
+/// period while a failed renewal is retried.
 public struct CoverageEnd: Sendable, Hashable {
     public var group: String
     public var productID: String
@@ -76,10 +78,14 @@ public enum Coverage {
                 ends.append(CoverageEnd(group: group.group, productID: last.productID, type: .nonRenewing,
                                         originalTransactionID: last.originalTransactionID, end: last.end, environment: environment))
             }
-            for subscription in evaluation.autoRenewables where !subscription.autoRenew && subscription.status != .revoked {
+            // One that will not renew, or whose renewal failed and is in grace.
+            for subscription in evaluation.autoRenewables
+            where (!subscription.autoRenew || subscription.graceEnd != nil) && subscription.status != .revoked {
                 let fact = subscription.latest.fact
+                // In a billing grace period, access (and so the prompt) ends with the grace.
+                let end = max(subscription.end, subscription.graceEnd ?? subscription.end)
                 ends.append(CoverageEnd(group: subscription.group, productID: fact.productID, type: .autoRenewable,
-                                        originalTransactionID: fact.originalTransactionID, end: subscription.end,
+                                        originalTransactionID: fact.originalTransactionID, end: end,
                                         environment: environment))
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The body of `POST /v1/subscribers/{id}/restore`: what the device's
 /// StoreKit reported, to be made available to the subscriber.
@@ -11,15 +12,19 @@ public struct RestoreRequest: Sendable, Hashable {
         public var purchaseDate: Date
         public var expiresDate: Date?
         public var environment: Environment
+        /// What a signed transaction said beyond its terms.
+        public var details: AppleTransactionDetails
 
         public init(transactionID: String, originalTransactionID: String? = nil, productID: String,
-                    purchaseDate: Date, expiresDate: Date? = nil, environment: Environment = .production) {
+                    purchaseDate: Date, expiresDate: Date? = nil, environment: Environment = .production,
+                    details: AppleTransactionDetails = AppleTransactionDetails()) {
             self.transactionID = transactionID
             self.originalTransactionID = originalTransactionID ?? transactionID
             self.productID = productID
             self.purchaseDate = purchaseDate
             self.expiresDate = expiresDate
             self.environment = environment
+            self.details = details
         }
     }
 
@@ -35,7 +40,9 @@ public struct RestoreRequest: Sendable, Hashable {
     /// owners the decision may ask about: look these up before calling the
     /// `Decider`.
     public var referencedTransactionIDs: Set<String> {
-        Set(transactions.flatMap { [$0.transactionID, $0.originalTransactionID] })
+        Set(transactions.flatMap {
+            [$0.environment.ownershipKey($0.transactionID), $0.environment.ownershipKey($0.originalTransactionID)]
+        })
     }
 
     /// Parses and validates a restore body against `InputLimits`

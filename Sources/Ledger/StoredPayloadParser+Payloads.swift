@@ -9,6 +9,8 @@ extension StoredPayloadParser {
         var productType = Field<ProductType>(), group = Field<String>(), duration = Field<ISODuration>()
         var purchaseDate = Field<Date>(), expiresDate = Field<Date>(), quantity = Field<Int>(), autoRenew = Field<Bool>()
         var deviceID = Field<String>(), environment = Field<Environment>(), source = Field<String>()
+        var ownershipType = Field<String>(), offerType = Field<Int>(), webOrderLineItemID = Field<String>()
+        var isUpgraded = Field<Bool>()
         let read = members { parser, key in
             switch true {
             case key == "transactionId": parser.read(&transactionID) { $0.string() }
@@ -24,6 +26,11 @@ extension StoredPayloadParser {
             case key == "deviceId": parser.read(&deviceID, nullable: true) { $0.string() }
             case key == "environment": parser.read(&environment) { $0.rawValue() }
             case key == "source": parser.read(&source) { $0.string() }
+            // Apple's details come last: most stored transactions have none.
+            case key == "ownershipType": parser.read(&ownershipType, nullable: true) { $0.string() }
+            case key == "offerType": parser.read(&offerType, nullable: true) { $0.integer() }
+            case key == "webOrderLineItemId": parser.read(&webOrderLineItemID, nullable: true) { $0.string() }
+            case key == "isUpgraded": parser.read(&isUpgraded, nullable: true) { $0.boolean() }
             default: false
             }
         }
@@ -34,12 +41,16 @@ extension StoredPayloadParser {
         return TransactionFact(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
                                productType: productType.value, group: group.value, duration: duration.value,
                                purchaseDate: purchaseDate, expiresDate: expiresDate.value, quantity: quantity,
-                               autoRenew: autoRenew.value, deviceID: deviceID.value, environment: environment, source: source)
+                               autoRenew: autoRenew.value, deviceID: deviceID.value, environment: environment, source: source,
+                               details: AppleTransactionDetails(ownershipType: ownershipType.value, offerType: offerType.value,
+                                                                webOrderLineItemID: webOrderLineItemID.value,
+                                                                isUpgraded: isUpgraded.value))
     }
 
     mutating func refundFact() -> RefundFact? {
         var transactionID = Field<String>(), originalTransactionID = Field<String>(), productID = Field<String>()
         var revocationDate = Field<Date>(), reason = Field<String>(), environment = Field<Environment>(), source = Field<String>()
+        var revocationReason = Field<Int>(), revocationType = Field<String>(), revocationPercentage = Field<Int>()
         let read = members { parser, key in
             switch true {
             case key == "transactionId": parser.read(&transactionID) { $0.string() }
@@ -49,6 +60,9 @@ extension StoredPayloadParser {
             case key == "reason": parser.read(&reason, nullable: true) { $0.string() }
             case key == "environment": parser.read(&environment) { $0.rawValue() }
             case key == "source": parser.read(&source) { $0.string() }
+            case key == "revocationReason": parser.read(&revocationReason, nullable: true) { $0.integer() }
+            case key == "revocationType": parser.read(&revocationType, nullable: true) { $0.string() }
+            case key == "revocationPercentage": parser.read(&revocationPercentage, nullable: true) { $0.integer() }
             default: false
             }
         }
@@ -57,7 +71,10 @@ extension StoredPayloadParser {
               let source = source.value
         else { return nil }
         return RefundFact(transactionID: transactionID, originalTransactionID: originalTransactionID, productID: productID,
-                          revocationDate: revocationDate, reason: reason.value, environment: environment, source: source)
+                          revocationDate: revocationDate, reason: reason.value, environment: environment, source: source,
+                          details: AppleRevocationDetails(revocationReason: revocationReason.value,
+                                                          revocationType: revocationType.value,
+                                                          revocationPercentage: revocationPercentage.value))
     }
 
     mutating func refundReversal() -> RefundReversal? {
@@ -172,6 +189,7 @@ extension StoredPayloadParser {
     mutating func transferFact() -> TransferFact? {
         var originalTransactionID = Field<String>(), fromSubscriberID = Field<String>(), toSubscriberID = Field<String>()
         var afterPosition = Field<Int>(), date = Field<Date>(), transaction = Field<TransactionFact>(), source = Field<String>()
+        var environment = Field<Environment>()
         let read = members { parser, key in
             switch true {
             case key == "originalTransactionId": parser.read(&originalTransactionID) { $0.string() }
@@ -181,6 +199,7 @@ extension StoredPayloadParser {
             case key == "date": parser.read(&date) { $0.date() }
             case key == "transaction": parser.read(&transaction, nullable: true) { $0.transactionFact() }
             case key == "source": parser.read(&source) { $0.string() }
+            case key == "environment": parser.read(&environment, nullable: true) { $0.rawValue() }
             default: false
             }
         }
@@ -190,7 +209,7 @@ extension StoredPayloadParser {
         else { return nil }
         return TransferFact(originalTransactionID: originalTransactionID, fromSubscriberID: fromSubscriberID,
                             toSubscriberID: toSubscriberID, afterPosition: Int64(afterPosition), date: date,
-                            transaction: transaction.value, source: source)
+                            transaction: transaction.value, source: source, environment: environment.value)
     }
 
     mutating func deviceSeen() -> DeviceSeen? {

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 extension LedgerEvent {
     /// Decodes a stored event exactly as `decode(type:schemaVersion:data:)`
@@ -189,7 +190,7 @@ struct StoredPayloadParser {
             case 0..<0x20:
                 return nil
             case UInt8(ascii: "\\"):
-                guard let next = JSONStringEscape.unescape(bytes, at: position, into: &text) else { return nil }
+                guard let next = JSONStringEscape.unescape(utf8: bytes, at: position, into: &text) else { return nil }
                 position = next
             default:
                 text.append(byte)

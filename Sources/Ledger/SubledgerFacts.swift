@@ -16,9 +16,13 @@ public struct TransferFact: Sendable, Hashable, Codable {
     /// Receiving side: the transaction that was presented for the original.
     public var transaction: TransactionFact?
     public var source: String
+    /// The environment whose original moved (ownership is per environment);
+    /// absent in transfers recorded before it was kept: Production.
+    public var environment: Environment?
 
     public init(originalTransactionID: String, fromSubscriberID: String, toSubscriberID: String, afterPosition: Int64,
-                date: Date, transaction: TransactionFact? = nil, source: String = FactSource.api) {
+                date: Date, transaction: TransactionFact? = nil, source: String = FactSource.api,
+                environment: Environment? = nil) {
         self.originalTransactionID = originalTransactionID
         self.fromSubscriberID = fromSubscriberID
         self.toSubscriberID = toSubscriberID
@@ -26,13 +30,17 @@ public struct TransferFact: Sendable, Hashable, Codable {
         self.date = date
         self.transaction = transaction
         self.source = source
+        self.environment = environment
     }
 
     enum CodingKeys: String, CodingKey {
         case originalTransactionID = "originalTransactionId"
         case fromSubscriberID = "fromSubscriberId", toSubscriberID = "toSubscriberId"
-        case afterPosition, date, transaction, source
+        case afterPosition, date, transaction, source, environment
     }
+
+    /// The ownership key of the original that moved.
+    public var ownershipKey: String { (environment ?? .production).ownershipKey(originalTransactionID) }
 }
 
 /// A device the subscriber restored on (purchases name theirs in the fact).

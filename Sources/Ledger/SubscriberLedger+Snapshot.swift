@@ -12,7 +12,7 @@ import Foundation
 /// a snapshot of another format is ignored (and replaced), never misread.
 extension SubscriberLedger {
     /// The layout this build writes and reads.
-    public static let snapshotFormat = 1
+    public static let snapshotFormat = 2
 
     public func snapshotData() -> Data {
         var out = SnapshotWriter()
@@ -24,8 +24,8 @@ extension SubscriberLedger {
             out.int(record.position)
             out.date(record.visibleFrom)
         }
-        out.dictionary(refunds) { $0.dated($1) { $0.refund($1) } }
-        out.dictionary(refundReversals) { $0.dated($1) { $0.reversal($1) } }
+        out.dictionary(refunds) { $0.array($1) { $0.dated($1) { $0.refund($1) } } }
+        out.dictionary(refundReversals) { $0.array($1) { $0.dated($1) { $0.reversal($1) } } }
         out.dictionary(extensions) { $0.array($1) { $0.dated($1) { $0.date($1) } } }
         out.dictionary(ownership) { $0.array($1) { $0.dated($1) { $0.bool($1) } } }
         out.dictionary(autoRenewChanges) { $0.array($1) { $0.dated($1) { $0.bool($1) } } }
@@ -46,8 +46,8 @@ extension SubscriberLedger {
             TransactionRecord(fact: try input.transaction(), position: try input.int(), visibleFrom: try input.date())
         }
         byOriginal = OriginalIndex(transactions)
-        refunds = try input.dictionary { try $0.dated { try $0.refund() } }
-        refundReversals = try input.dictionary { try $0.dated { try $0.reversal() } }
+        refunds = try input.dictionary { try $0.array { try $0.dated { try $0.refund() } } }
+        refundReversals = try input.dictionary { try $0.array { try $0.dated { try $0.reversal() } } }
         extensions = try input.dictionary { try $0.array { try $0.dated { try $0.date() } } }
         ownership = try input.dictionary { try $0.array { try $0.dated { try $0.bool() } } }
         autoRenewChanges = try input.dictionary { try $0.array { try $0.dated { try $0.bool() } } }
@@ -129,6 +129,10 @@ struct SnapshotWriter {
         optional(fact.deviceID) { $0.string($1) }
         environment(fact.environment)
         string(fact.source)
+        optional(fact.details.ownershipType) { $0.string($1) }
+        optional(fact.details.offerType) { $0.int($1) }
+        optional(fact.details.webOrderLineItemID) { $0.string($1) }
+        optional(fact.details.isUpgraded) { $0.bool($1) }
     }
 
     mutating func refund(_ fact: RefundFact) {
@@ -139,6 +143,9 @@ struct SnapshotWriter {
         optional(fact.reason) { $0.string($1) }
         environment(fact.environment)
         string(fact.source)
+        optional(fact.details.revocationReason) { $0.int($1) }
+        optional(fact.details.revocationType) { $0.string($1) }
+        optional(fact.details.revocationPercentage) { $0.int($1) }
     }
 
     mutating func reversal(_ fact: RefundReversal) {
@@ -271,13 +278,20 @@ struct SnapshotReader {
             productType: try optional { try $0.productType() }, group: try optional { try $0.string() },
             duration: try optional { try $0.duration() }, purchaseDate: try date(), expiresDate: try optional { try $0.date() },
             quantity: Int(try int()), autoRenew: try optional { try $0.bool() }, deviceID: try optional { try $0.string() },
-            environment: try environment(), source: try string())
+            environment: try environment(), source: try string(),
+            details: AppleTransactionDetails(ownershipType: try optional { try $0.string() },
+                                             offerType: try optional { Int(try $0.int()) },
+                                             webOrderLineItemID: try optional { try $0.string() },
+                                             isUpgraded: try optional { try $0.bool() }))
     }
 
     mutating func refund() throws -> RefundFact {
         RefundFact(transactionID: try string(), originalTransactionID: try string(), productID: try string(),
                    revocationDate: try date(), reason: try optional { try $0.string() }, environment: try environment(),
-                   source: try string())
+                   source: try string(),
+                   details: AppleRevocationDetails(revocationReason: try optional { Int(try $0.int()) },
+                                                   revocationType: try optional { try $0.string() },
+                                                   revocationPercentage: try optional { Int(try $0.int()) }))
     }
 
     mutating func reversal() throws -> RefundReversal {

@@ -30,8 +30,8 @@ extension SubscriberLedger {
             consider(record.fact.purchaseDate)
             consider(record.fact.expiresDate)
         }
-        for refund in refunds.values { consider(refund.date) }
-        for reversal in refundReversals.values { consider(reversal.date) }
+        for refund in refunds.values.joined() { consider(refund.date) }
+        for reversal in refundReversals.values.joined() { consider(reversal.date) }
         for dated in extensions.values.joined() {
             consider(dated.date)
             consider(dated.value)

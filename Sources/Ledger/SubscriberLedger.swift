@@ -62,11 +62,14 @@ public struct SubscriberLedger: Sendable, Equatable {
     /// event that first carried it.
     var keyPositions: [String: Int64] = [:]
     var transactions: [String: TransactionRecord] = [:]
-    var refunds: [String: Dated<RefundFact>] = [:]
-    var refundReversals: [String: Dated<RefundReversal>] = [:]
+    /// Per refunded transaction id, every refund (a refund, its reversal
+    /// and a second refund each count), in stream order.
+    var refunds: [String: [Dated<RefundFact>]] = [:]
+    var refundReversals: [String: [Dated<RefundReversal>]] = [:]
     /// Per transaction: later ends the store gave it (`renewal_extended`).
     var extensions: [String: [Dated<Date>]] = [:]
-    /// Per original transaction: transfers in (`true`) and out (`false`).
+    /// Per original transaction's ownership key (`Environment.ownershipKey`):
+    /// transfers in (`true`) and out (`false`).
     var ownership: [String: [Dated<Bool>]] = [:]
     var autoRenewChanges: [String: [Dated<Bool>]] = [:]
     var billingIssues: [String: [Dated<BillingIssue>]] = [:]
@@ -138,18 +141,16 @@ public struct SubscriberLedger: Sendable, Equatable {
             let purchaseDate = fact.purchaseDate
             record(fact, position: position, visibleFrom: purchaseDate)
         case .transferredIn(let transfer):
-            ownership[transfer.originalTransactionID, default: []].append(Dated(date: transfer.date, position: position, value: true))
+            ownership[transfer.ownershipKey, default: []].append(Dated(date: transfer.date, position: position, value: true))
             if let fact = transfer.transaction {
                 record(fact, position: position, visibleFrom: max(fact.purchaseDate, transfer.date))
             }
         case .transferredOut(let transfer):
-            ownership[transfer.originalTransactionID, default: []].append(Dated(date: transfer.date, position: position, value: false))
+            ownership[transfer.ownershipKey, default: []].append(Dated(date: transfer.date, position: position, value: false))
         case .refunded(let refund):
-            if let existing = refunds[refund.transactionID], existing.date <= refund.revocationDate { break }
-            refunds[refund.transactionID] = Dated(date: refund.revocationDate, position: position, value: refund)
+            refunds[refund.transactionID, default: []].append(Dated(date: refund.revocationDate, position: position, value: refund))
         case .refundReversed(let reversal):
-            if let existing = refundReversals[reversal.transactionID], existing.date >= reversal.date { break }
-            refundReversals[reversal.transactionID] = Dated(date: reversal.date, position: position, value: reversal)
+            refundReversals[reversal.transactionID, default: []].append(Dated(date: reversal.date, position: position, value: reversal))
         case .renewalExtended(let renewalExtension):
             extensions[renewalExtension.transactionID, default: []]
                 .append(Dated(date: renewalExtension.effectiveDate, position: position, value: renewalExtension.expiresDate))
@@ -193,22 +194,27 @@ public struct SubscriberLedger: Sendable, Equatable {
         devices[deviceID] = Dated(date: date, position: position, value: deviceID)
     }
 
-    /// Whether the subscriber holds `originalTransactionID` at `at` (not
-    /// transferred out since it last came in).
-    func owns(_ originalTransactionID: String, at: Date) -> Bool {
-        latest(ownership[originalTransactionID] ?? [], at: at)?.value ?? true
+    /// Whether the subscriber holds `originalTransactionID` of `environment`
+    /// at `at` (not transferred out since it last came in).
+    func owns(_ originalTransactionID: String, environment: Environment, at: Date) -> Bool {
+        guard !ownership.isEmpty, let moves = ownership[environment.ownershipKey(originalTransactionID)] else { return true }
+        return latest(moves, at: at)?.value ?? true
     }
 
-    /// Whether any fact of this original transaction was ever recorded here.
-    public func knows(originalTransactionID: String) -> Bool {
-        ownership[originalTransactionID] != nil || byOriginal.records[originalTransactionID] != nil
+    /// Whether any fact of this original transaction of `environment` was
+    /// ever recorded here.
+    public func knows(originalTransactionID: String, environment: Environment) -> Bool {
+        ownership[environment.ownershipKey(originalTransactionID)] != nil
+            || byOriginal.records[originalTransactionID]?.contains { $0.fact.environment == environment } == true
     }
 
-    /// Whether the subscriber currently holds the original transaction: known
-    /// here and its last transfer, if any, was into this subscriber.
-    public func holds(originalTransactionID: String) -> Bool {
-        guard knows(originalTransactionID: originalTransactionID) else { return false }
-        return (ownership[originalTransactionID]?.max { ($0.position) < ($1.position) }?.value) ?? true
+    /// Whether the subscriber currently holds the original transaction of
+    /// `environment`: known here and its last transfer, if any, was into
+    /// this subscriber.
+    public func holds(originalTransactionID: String, environment: Environment) -> Bool {
+        guard knows(originalTransactionID: originalTransactionID, environment: environment) else { return false }
+        let key = environment.ownershipKey(originalTransactionID)
+        return (ownership[key]?.max { ($0.position) < ($1.position) }?.value) ?? true
     }
 
     /// Whether `transactionID` was recorded here (purchase, renewal, restore, transfer).
@@ -229,9 +235,10 @@ public struct SubscriberLedger: Sendable, Equatable {
     }
 
     /// The latest transaction (by purchase date, then position) of an
-    /// original transaction.
-    func latestTransaction(ofOriginal originalTransactionID: String) -> TransactionRecord? {
-        byOriginal.records[originalTransactionID]?.max { ($0.fact.purchaseDate, $0.position) < ($1.fact.purchaseDate, $1.position) }
+    /// original transaction of `environment`.
+    func latestTransaction(ofOriginal originalTransactionID: String, environment: Environment) -> TransactionRecord? {
+        byOriginal.records[originalTransactionID]?.filter { $0.fact.environment == environment }
+            .max { ($0.fact.purchaseDate, $0.position) < ($1.fact.purchaseDate, $1.position) }
     }
 
     /// The end the store gave `transactionID` as known at `at` (extensions
@@ -243,9 +250,60 @@ public struct SubscriberLedger: Sendable, Equatable {
 
     /// Whether a refund of `transactionID` in effect at `at` was reversed by then.
     func isRefundReversed(_ transactionID: String, refund: Dated<RefundFact>, at: Date) -> Bool {
-        guard let reversal = refundReversals[transactionID] else { return false }
         // A reversal dated before the refund cannot undo it.
-        return reversal.date <= at && reversal.date >= refund.date
+        refundReversals[transactionID]?.contains { $0.date <= at && $0.date >= refund.date } == true
+    }
+
+    /// The refund of `transactionID` itself in effect at `at`: its latest
+    /// refund dated by then, unless a reversal dated between the two undid it.
+    func refundInEffect(ofTransaction transactionID: String, at: Date) -> Dated<RefundFact>? {
+        guard let refund = latest(refunds[transactionID] ?? [], at: at),
+              !isRefundReversed(transactionID, refund: refund, at: at) else { return nil }
+        return refund
+    }
+
+    /// The refund in effect at `at` that takes away what `fact` gives. One
+    /// purchase is one original transaction, and a restore's new
+    /// transaction id is a copy of it: a refund of any copy revokes the
+    /// purchase and every copy. A subscription's original spans many paid
+    /// periods, so there a refund revokes the copies of the same period
+    /// (the same `webOrderLineItemId`, or without one, the same end).
+    /// https://developer.apple.com/documentation/storekit/transaction/originalid
+    /// https://developer.apple.com/documentation/appstoreserverapi/weborderlineitemid
+    func refundInEffect(for fact: TransactionFact, isSubscription: Bool, at: Date) -> Dated<RefundFact>? {
+        guard !refunds.isEmpty else { return nil }
+        var found = refundInEffect(ofTransaction: fact.transactionID, at: at)
+        for (transactionID, list) in refunds where transactionID != fact.transactionID {
+            guard let refunded = list.first?.value, refunded.originalTransactionID == fact.originalTransactionID,
+                  refunded.environment == fact.environment else { continue }
+            if isSubscription {
+                guard let copy = transactions[transactionID]?.fact, Self.samePeriod(copy, fact) else { continue }
+            }
+            if let refund = refundInEffect(ofTransaction: transactionID, at: at), found.map({ refund.date < $0.date }) ?? true {
+                found = refund
+            }
+        }
+        return found
+    }
+
+    /// Whether two transactions of one subscription pay for the same period.
+    static func samePeriod(_ left: TransactionFact, _ right: TransactionFact) -> Bool {
+        if let leftLine = left.details.webOrderLineItemID, let rightLine = right.details.webOrderLineItemID {
+            return leftLine == rightLine
+        }
+        return left.expiresDate != nil && left.expiresDate == right.expiresDate
+    }
+
+    /// The dates at which refunds and reversals of `originalTransactionID`'s
+    /// transactions take effect.
+    func refundDates(ofOriginal originalTransactionID: String) -> [Date] {
+        guard !refunds.isEmpty else { return [] }
+        var dates: [Date] = []
+        for (transactionID, list) in refunds where list.first?.value.originalTransactionID == originalTransactionID {
+            dates += list.map(\.date)
+            dates += (refundReversals[transactionID] ?? []).map(\.date)
+        }
+        return dates
     }
 
     /// About how many facts the ledger holds (idempotency keys and
@@ -266,6 +324,31 @@ extension SubscriberLedger {
     /// The latest auto-renew change recorded for an original transaction.
     func latestAutoRenew(of originalTransactionID: String) -> Dated<Bool>? {
         autoRenewChanges[originalTransactionID]?.max { $0.position < $1.position }
+    }
+
+    /// Whether an undated or reported auto-renew state adds nothing to what
+    /// the ledger knows: the same value, or a report older than its signal.
+    func knowsAlready(_ change: FactRequest.AutoRenewChange) -> Bool {
+        guard let current = currentAutoRenew(of: change.originalTransactionID, environment: change.environment) else {
+            return change.autoRenew
+        }
+        if current.value == change.autoRenew { return true }
+        guard change.isReportedState, let date = change.effectiveDate else { return false }
+        return current.date >= date
+    }
+
+    /// Whether auto-renew is on as the ledger knows it now: the latest
+    /// change reported, or the flag the latest transaction carrying one
+    /// was bought with, whichever is later; nil when neither says.
+    func currentAutoRenew(of originalTransactionID: String, environment: Environment) -> Dated<Bool>? {
+        var signal = autoRenewChanges[originalTransactionID]?
+            .max { ($0.date, $0.position) < ($1.date, $1.position) }
+        for record in byOriginal.records[originalTransactionID] ?? [] where record.fact.environment == environment {
+            guard let value = record.fact.autoRenew else { continue }
+            if let current = signal, (record.fact.purchaseDate, record.position) <= (current.date, current.position) { continue }
+            signal = Dated(date: record.fact.purchaseDate, position: record.position, value: value)
+        }
+        return signal
     }
 
     /// The latest billing issue of an original transaction, if no transaction

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The contract's `<state>` JSON written by hand: the bytes
 /// `LedgerJSON.makeEncoder()` writes for the same value (sorted keys, RFC
@@ -63,6 +64,21 @@ extension SubscriberState {
                     $0.string("id", reminder.id)
                     $0.string("lead", reminder.lead.description)
                     $0.string("status", reminder.status.rawValue)
+                }
+            }
+            $0.array("storeTransactions", storeTransactions) { writer, transaction in
+                writer.object {
+                    if let isUpgraded = transaction.isUpgraded { $0.bool("isUpgraded", isUpgraded) }
+                    if let offerType = transaction.offerType { $0.integer("offerType", Int64(offerType)) }
+                    $0.string("originalTransactionId", transaction.originalTransactionID)
+                    if let ownershipType = transaction.ownershipType { $0.string("ownershipType", ownershipType) }
+                    $0.string("productId", transaction.productID)
+                    if let percentage = transaction.revocationPercentage { $0.integer("revocationPercentage", Int64(percentage)) }
+                    if let reason = transaction.revocationReason { $0.integer("revocationReason", Int64(reason)) }
+                    if let type = transaction.revocationType { $0.string("revocationType", type) }
+                    if let revokedAt = transaction.revokedAt { $0.date("revokedAt", revokedAt) }
+                    $0.string("transactionId", transaction.transactionID)
+                    if let line = transaction.webOrderLineItemID { $0.string("webOrderLineItemId", line) }
                 }
             }
             $0.string("subscriberId", subscriberID)

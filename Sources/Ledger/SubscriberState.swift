@@ -88,6 +88,35 @@ public struct SubscriberState: Sendable, Equatable, Codable {
         }
     }
 
+    /// What the App Store said about a transaction the state shows, for
+    /// support: family sharing, the offer it was bought with, an upgrade,
+    /// and a refund's reason and share. Listed only for transactions the
+    /// store said any of this about.
+    public struct StoreTransaction: Sendable, Equatable, Codable {
+        public var transactionID: String
+        public var originalTransactionID: String
+        public var productID: String
+        /// `PURCHASED` or `FAMILY_SHARED`.
+        public var ownershipType: String?
+        /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
+        public var offerType: Int?
+        public var isUpgraded: Bool?
+        public var webOrderLineItemID: String?
+        public var revokedAt: Date?
+        /// 0 another reason, 1 an issue with the app.
+        public var revocationReason: Int?
+        /// `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`.
+        public var revocationType: String?
+        /// A prorated refund's share, in thousandths.
+        public var revocationPercentage: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case transactionID = "transactionId", originalTransactionID = "originalTransactionId", productID = "productId"
+            case ownershipType, offerType, isUpgraded, webOrderLineItemID = "webOrderLineItemId", revokedAt
+            case revocationReason, revocationType, revocationPercentage
+        }
+    }
+
     public var subscriberID: String
     public var at: Date
     /// The store environment this state is of (Production unless asked).
@@ -99,9 +128,11 @@ public struct SubscriberState: Sendable, Equatable, Codable {
     public var devices: [Device]
     /// Empty from the fold; the Server fills it from the reminder projection.
     public var reminders: [Reminder] = []
+    public var storeTransactions: [StoreTransaction] = []
 
     enum CodingKeys: String, CodingKey {
         case subscriberID = "subscriberId", at, environment, entitlements, subscriptions, nonRenewingPeriods, purchases, devices, reminders
+        case storeTransactions
     }
 
     /// Folds a history (applied in position order) and evaluates it at `at`.
@@ -146,6 +177,17 @@ public struct SubscriberState: Sendable, Equatable, Codable {
                          productID: transaction.fact.productID, type: transaction.type, purchaseDate: transaction.fact.purchaseDate,
                          quantity: transaction.fact.quantity, revokedAt: transaction.revokedAt)
             }
+        storeTransactions = evaluation.transactions.compactMap { transaction in
+            let refund = transaction.refund?.value.details ?? AppleRevocationDetails()
+            guard !transaction.fact.details.isEmpty || !refund.isEmpty else { return nil }
+            let details = transaction.fact.details
+            return StoreTransaction(
+                transactionID: transaction.fact.transactionID, originalTransactionID: transaction.fact.originalTransactionID,
+                productID: transaction.fact.productID, ownershipType: details.ownershipType, offerType: details.offerType,
+                isUpgraded: details.isUpgraded, webOrderLineItemID: details.webOrderLineItemID, revokedAt: transaction.revokedAt,
+                revocationReason: refund.revocationReason, revocationType: refund.revocationType,
+                revocationPercentage: refund.revocationPercentage)
+        }
         devices = ledger.devices.values.filter { $0.date <= evaluation.at }
             .map { Device(id: $0.value, firstSeenAt: $0.date) }
             .sorted { $0.id < $1.id }

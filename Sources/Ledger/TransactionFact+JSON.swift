@@ -17,13 +17,17 @@ extension TransactionFact {
             $0.string("environment", environment.rawValue)
             if let expiresDate { $0.date("expiresDate", expiresDate) }
             if let group { $0.string("group", group) }
+            if let isUpgraded = details.isUpgraded { $0.bool("isUpgraded", isUpgraded) }
+            if let offerType = details.offerType { $0.integer("offerType", Int64(offerType)) }
             $0.string("originalTransactionId", originalTransactionID)
+            if let ownershipType = details.ownershipType { $0.string("ownershipType", ownershipType) }
             $0.string("productId", productID)
             if let productType { $0.string("productType", productType.rawValue) }
             $0.date("purchaseDate", purchaseDate)
             $0.integer("quantity", Int64(quantity))
             $0.string("source", source)
             $0.string("transactionId", transactionID)
+            if let webOrderLineItemID = details.webOrderLineItemID { $0.string("webOrderLineItemId", webOrderLineItemID) }
         }
         return Data(writer.bytes)
     }

@@ -23,11 +23,15 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     public var deviceID: String?
     public var environment: Environment
     public var source: String
+    /// What the store said about the sale, for support (absent when the
+    /// fact's source did not say).
+    public var details: AppleTransactionDetails
 
     public init(transactionID: String, originalTransactionID: String, productID: String,
                 productType: ProductType? = nil, group: String? = nil, duration: ISODuration? = nil,
                 purchaseDate: Date, expiresDate: Date? = nil, quantity: Int = 1, autoRenew: Bool? = nil,
-                deviceID: String? = nil, environment: Environment = .production, source: String = FactSource.api) {
+                deviceID: String? = nil, environment: Environment = .production, source: String = FactSource.api,
+                details: AppleTransactionDetails = AppleTransactionDetails()) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -41,6 +45,7 @@ public struct TransactionFact: Sendable, Hashable, Codable {
         self.deviceID = deviceID
         self.environment = environment
         self.source = source
+        self.details = details
     }
 
     enum CodingKeys: String, CodingKey {
@@ -49,6 +54,92 @@ public struct TransactionFact: Sendable, Hashable, Codable {
         case deviceID = "deviceId"
         case environment, source
     }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        transactionID = try container.decode(String.self, forKey: .transactionID)
+        originalTransactionID = try container.decode(String.self, forKey: .originalTransactionID)
+        productID = try container.decode(String.self, forKey: .productID)
+        productType = try container.decodeIfPresent(ProductType.self, forKey: .productType)
+        group = try container.decodeIfPresent(String.self, forKey: .group)
+        duration = try container.decodeIfPresent(ISODuration.self, forKey: .duration)
+        purchaseDate = try container.decode(Date.self, forKey: .purchaseDate)
+        expiresDate = try container.decodeIfPresent(Date.self, forKey: .expiresDate)
+        quantity = try container.decode(Int.self, forKey: .quantity)
+        autoRenew = try container.decodeIfPresent(Bool.self, forKey: .autoRenew)
+        deviceID = try container.decodeIfPresent(String.self, forKey: .deviceID)
+        environment = try container.decode(Environment.self, forKey: .environment)
+        source = try container.decode(String.self, forKey: .source)
+        details = try AppleTransactionDetails(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(transactionID, forKey: .transactionID)
+        try container.encode(originalTransactionID, forKey: .originalTransactionID)
+        try container.encode(productID, forKey: .productID)
+        try container.encodeIfPresent(productType, forKey: .productType)
+        try container.encodeIfPresent(group, forKey: .group)
+        try container.encodeIfPresent(duration, forKey: .duration)
+        try container.encode(purchaseDate, forKey: .purchaseDate)
+        try container.encodeIfPresent(expiresDate, forKey: .expiresDate)
+        try container.encode(quantity, forKey: .quantity)
+        try container.encodeIfPresent(autoRenew, forKey: .autoRenew)
+        try container.encodeIfPresent(deviceID, forKey: .deviceID)
+        try container.encode(environment, forKey: .environment)
+        try container.encode(source, forKey: .source)
+        try details.encode(to: encoder)
+    }
+}
+
+/// What Apple's signed transaction says about a sale beyond its terms, kept
+/// for support: who holds it (`inAppOwnershipType`), the offer it was bought
+/// with, and the period it pays for across restored copies
+/// (`webOrderLineItemId`). Stored flat in the transaction's JSON.
+/// https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload
+public struct AppleTransactionDetails: Sendable, Hashable, Codable {
+    /// `PURCHASED` or `FAMILY_SHARED`.
+    public var ownershipType: String?
+    /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
+    public var offerType: Int?
+    /// The subscription period this transaction pays for; a restored copy
+    /// of a period carries the same one.
+    public var webOrderLineItemID: String?
+    /// The subscriber upgraded away from this transaction (its revocation
+    /// is not a refund).
+    public var isUpgraded: Bool?
+
+    public init(ownershipType: String? = nil, offerType: Int? = nil, webOrderLineItemID: String? = nil, isUpgraded: Bool? = nil) {
+        self.ownershipType = ownershipType
+        self.offerType = offerType
+        self.webOrderLineItemID = webOrderLineItemID
+        self.isUpgraded = isUpgraded
+    }
+
+    public var isEmpty: Bool { self == AppleTransactionDetails() }
+
+    enum CodingKeys: String, CodingKey {
+        case ownershipType, offerType, webOrderLineItemID = "webOrderLineItemId", isUpgraded
+    }
+}
+
+/// What Apple says about a refund or revocation: why, and how much
+/// (`revocationType` `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`;
+/// `revocationPercentage` in thousandths for a prorated refund).
+/// https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload
+public struct AppleRevocationDetails: Sendable, Hashable, Codable {
+    /// 0 another reason, 1 an issue with the app.
+    public var revocationReason: Int?
+    public var revocationType: String?
+    public var revocationPercentage: Int?
+
+    public init(revocationReason: Int? = nil, revocationType: String? = nil, revocationPercentage: Int? = nil) {
+        self.revocationReason = revocationReason
+        self.revocationType = revocationType
+        self.revocationPercentage = revocationPercentage
+    }
+
+    public var isEmpty: Bool { self == AppleRevocationDetails() }
 }
 
 /// A refund or revocation: what the transaction gave ends at `revocationDate`.
@@ -60,9 +151,11 @@ public struct RefundFact: Sendable, Hashable, Codable {
     public var reason: String?
     public var environment: Environment
     public var source: String
+    public var details: AppleRevocationDetails
 
     public init(transactionID: String, originalTransactionID: String, productID: String, revocationDate: Date,
-                reason: String? = nil, environment: Environment = .production, source: String = FactSource.api) {
+                reason: String? = nil, environment: Environment = .production, source: String = FactSource.api,
+                details: AppleRevocationDetails = AppleRevocationDetails()) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -70,11 +163,36 @@ public struct RefundFact: Sendable, Hashable, Codable {
         self.reason = reason
         self.environment = environment
         self.source = source
+        self.details = details
     }
 
     enum CodingKeys: String, CodingKey {
         case transactionID = "transactionId", originalTransactionID = "originalTransactionId", productID = "productId"
         case revocationDate, reason, environment, source
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        transactionID = try container.decode(String.self, forKey: .transactionID)
+        originalTransactionID = try container.decode(String.self, forKey: .originalTransactionID)
+        productID = try container.decode(String.self, forKey: .productID)
+        revocationDate = try container.decode(Date.self, forKey: .revocationDate)
+        reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        environment = try container.decode(Environment.self, forKey: .environment)
+        source = try container.decode(String.self, forKey: .source)
+        details = try AppleRevocationDetails(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(transactionID, forKey: .transactionID)
+        try container.encode(originalTransactionID, forKey: .originalTransactionID)
+        try container.encode(productID, forKey: .productID)
+        try container.encode(revocationDate, forKey: .revocationDate)
+        try container.encodeIfPresent(reason, forKey: .reason)
+        try container.encode(environment, forKey: .environment)
+        try container.encode(source, forKey: .source)
+        try details.encode(to: encoder)
     }
 }
 

@@ -94,12 +94,12 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
     public var description: String { message }
 }
 
-/// Finds the `sql/` folder: `SUBLEDGER_SQL_DIR`, else a `sql` folder beside or
-/// above the executable or the working directory (a checkout or an install
-/// that copied it), else `/usr/share/subledger/sql`.
+/// Finds the `sql/` folder: the one configured (`SUBLEDGER_SQL_DIR`), else a
+/// `sql` folder beside or above the executable or the working directory (a
+/// checkout or an install that copied it), else `/usr/share/subledger/sql`.
 public enum SQLDirectory {
-    public static func locate(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> URL {
-        if let explicit = environment["SUBLEDGER_SQL_DIR"], !explicit.isEmpty {
+    public static func locate(configured explicit: String? = nil) throws -> URL {
+        if let explicit, !explicit.isEmpty {
             return URL(fileURLWithPath: explicit, isDirectory: true)
         }
         var starts = [URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)]

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPAPI
+import JSON
 import Ledger
 import Logging
 import Postgres
@@ -108,9 +109,10 @@ extension Bench {
         var quiet = logger
         quiet.logLevel = .error
         let dependencies = AppDependencies(configuration: configuration, pool: pool, catalog: catalog, logger: quiet)
-        let app = buildApplication(dependencies) { router in
-            addFloorRoutes(to: router, pool: pool, keys: configuration.apiKeys)
-        }
+        // The bench mounts its floor routes beside the API's; `serve` never does.
+        let router = buildRouter(AppComponents(dependencies))
+        addFloorRoutes(to: router, pool: pool, keys: configuration.apiKeys)
+        let app = buildApplication(router: router, dependencies: dependencies)
         let server = Task { try await app.run() }
         do {
             try await Self.waitUntilServing(port: configuration.port)
@@ -147,14 +149,6 @@ extension Bench {
         throw BenchFailure(description: "the service did not answer /health on port \(port)")
     }
 
-    /// The process's peak resident memory so far, in MB (`VmHWM`).
-    static func peakResidentMB() -> Double? {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
-        else { return nil }
-        return kilobytes / 1024
-    }
 }
 
 struct BenchFailure: Error, CustomStringConvertible {

@@ -78,7 +78,7 @@ struct Bench: AsyncParsableCommand {
         try await admin.execute(unsafeSQL: "CREATE DATABASE \(scratch)")
         let conninfo = Conninfo.replacingDatabase(in: database.conninfo, with: scratch)
         do {
-            try await measure(conninfo: conninfo, logger: logger)
+            try await measure(conninfo: conninfo, sqlDirectory: configuration.sqlDirectory, logger: logger)
         } catch {
             try? await admin.execute(unsafeSQL: "DROP DATABASE IF EXISTS \(scratch) WITH (FORCE)")
             throw error
@@ -86,8 +86,8 @@ struct Bench: AsyncParsableCommand {
         try await admin.execute(unsafeSQL: "DROP DATABASE IF EXISTS \(scratch) WITH (FORCE)")
     }
 
-    func measure(conninfo: String, logger: Logger) async throws {
-        try await Migrator(migrations: try Migrator.load(from: try SQLDirectory.locate())).migrate(conninfo: conninfo)
+    func measure(conninfo: String, sqlDirectory: String?, logger: Logger) async throws {
+        try await Migrator(migrations: try Migrator.load(from: try SQLDirectory.locate(configured: sqlDirectory))).migrate(conninfo: conninfo)
         let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: max(writers, 2)))
         defer { Task { await pool.close() } }
         #if DEBUG
@@ -198,9 +198,7 @@ struct Bench: AsyncParsableCommand {
         request("GET, one point SELECT each (vs SELECT)", http.selectFloor, selects)
         request("POST, one INSERT each (vs INSERT)", http.insertFloor, baselineN)
         print(Self.describe(http.writes))
-        if let peak = Self.peakResidentMB() {
-            print(String(format: "peak RSS of this process (service and clients): %.0f MB", peak))
-        }
+        print(String(format: "peak RSS of this process (service and clients): %.0f MB", BenchStatistics.peakResidentMegabytes()))
     }
 
     /// The fact every write measurement stores: the ceilings' rows, the

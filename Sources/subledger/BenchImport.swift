@@ -1,5 +1,6 @@
 import EventStore
 import Foundation
+import JSON
 import Ledger
 import Logging
 import Postgres
@@ -35,7 +36,7 @@ struct ImportBench {
         var rate: Double
         var summary: ImportSummary
         var reimportRate: Double
-        var peakResidentMB: Double?
+        var peakResidentMB: Double
     }
 
     func run() async throws -> Results {
@@ -85,7 +86,7 @@ struct ImportBench {
         }
         return Results(ceiling: ceiling, appendFloor: appendFloor, events: events, rate: Double(events) / elapsed, summary: summary,
                        reimportRate: reimportRate,
-                       peakResidentMB: Bench.peakResidentMB())
+                       peakResidentMB: BenchStatistics.peakResidentMegabytes())
     }
 
     /// Subscribers of ten facts each, month by month as a store's history
@@ -141,6 +142,6 @@ extension Bench {
               + padded(String(format: "%.2f", results.rate / results.ceiling), 12, left: true))
         print(padded("re-import of the same file (duplicates/s)", 52) + padded(String(format: "%.0f", results.reimportRate), 12, left: true))
         print("import: \(results.summary)")
-        if let peak = results.peakResidentMB { print(String(format: "peak RSS of this process: %.0f MB", peak)) }
+        print(String(format: "peak RSS of this process: %.0f MB", results.peakResidentMB))
     }
 }

@@ -125,7 +125,7 @@ struct ProjectionBench {
             let ceiling = Double(results.rebuiltEvents) / (ContinuousClock.now - started).inSeconds
             results.rounds.append((rebuild, ceiling))
         }
-        results.peakResidentMB = Self.peakResidentMegabytes()
+        results.peakResidentMB = BenchStatistics.peakResidentMegabytes()
 
         try await loadLongHistory()
         let fresh = (0...samples).map { "bench-one-\($0)" }
@@ -246,12 +246,6 @@ struct ProjectionBench {
             durations.append((ContinuousClock.now - started).inSeconds * 1000)
         }
         durations.sort()
-        return (durations[durations.count / 2], durations[min(durations.count - 1, Int(Double(durations.count) * 0.99))])
-    }
-
-    static func peakResidentMegabytes() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_maxrss) / 1024
+        return (BenchStatistics.percentile(0.5, of: durations) ?? 0, BenchStatistics.percentile(0.99, of: durations) ?? 0)
     }
 }

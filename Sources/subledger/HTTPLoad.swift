@@ -214,9 +214,7 @@ extension Bench {
         let samples = perWriter.flatMap { $0 }.sorted()
         let rate = Double(samples.count) / elapsed.inSeconds
         progress.finish(String(format: "%.0f requests/s", rate))
-        func percentile(_ p: Double) -> Duration {
-            samples.isEmpty ? .zero : samples[min(samples.count - 1, Int(Double(samples.count) * p))]
-        }
+        func percentile(_ fraction: Double) -> Duration { BenchStatistics.percentile(fraction, of: samples) ?? .zero }
         return (HTTPFigures(rate: rate, p50: percentile(0.5), p99: percentile(0.99)), perWriter.map(\.count))
     }
 

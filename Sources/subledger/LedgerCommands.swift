@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventStore
 import Foundation
+import JSON
 import Ledger
 import Logging
 import Postgres

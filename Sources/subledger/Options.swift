@@ -4,98 +4,90 @@ import Logging
 import HTTPAPI
 import SubledgerApp
 
-/// The configuration every subcommand reads: environment variables, each
-/// overridable by the flag of the same meaning.
+/// The configuration every subcommand reads: the environment variables of
+/// `ConfigurationVariable`, each overridable by its flag. A new variable
+/// adds one `@Option` below and one entry to `flags` (the configuration
+/// tests check that every declared variable has both).
 struct ConfigurationOptions: ParsableArguments {
-    @Option(name: .customLong("database-url"), help: "PostgreSQL URL (DATABASE_URL); absent: an embedded cluster.")
-    var databaseURL: String?
-    @Option(name: .customLong("data-dir"), help: "Folder of the embedded cluster (SUBLEDGER_DATA_DIR, default ./.subledger).")
-    var dataDirectory: String?
-    @Option(help: "Address to listen on (HOST, default 127.0.0.1).")
-    var host: String?
-    @Option(help: "Port to listen on (PORT, default 8080).")
-    var port: Int?
-    @Option(name: .customLong("api-keys"), help: "role:key,... (SUBLEDGER_API_KEYS).")
-    var apiKeys: String?
-    @Option(help: "Product catalog JSON file (SUBLEDGER_PRODUCTS).")
-    var products: String?
-    @Option(name: .customLong("restore-policy"), help: "transfer or keep-original (SUBLEDGER_RESTORE_POLICY).")
-    var restorePolicy: String?
-    @Option(name: .customLong("webhook-url"), help: "Where reminders are POSTed (SUBLEDGER_WEBHOOK_URL).")
-    var webhookURL: String?
-    @Option(name: .customLong("webhook-secret"), help: "HMAC secret of the reminder webhook (SUBLEDGER_WEBHOOK_SECRET).")
-    var webhookSecret: String?
-    @Option(name: .customLong("appstore-root-certs"), help: "Apple root certificates, comma-separated DER or PEM files (SUBLEDGER_APPSTORE_ROOT_CERTS).")
-    var appStoreRootCertificates: String?
-    @Option(name: .customLong("appstore-bundle-id"), help: "The app's bundle id (SUBLEDGER_APPSTORE_BUNDLE_ID).")
-    var appStoreBundleID: String?
-    @Option(name: .customLong("appstore-verify-url"), help: "Receipt validation URL (SUBLEDGER_APPSTORE_VERIFY_URL).")
-    var appStoreVerifyURL: String?
-    @Option(name: .customLong("appstore-sandbox-url"), help: "Sandbox receipt validation URL (SUBLEDGER_APPSTORE_SANDBOX_URL).")
-    var appStoreSandboxURL: String?
-    @Option(name: .customLong("appstore-shared-secret"), help: "App-specific shared secret (SUBLEDGER_APPSTORE_SHARED_SECRET).")
-    var appStoreSharedSecret: String?
-    @Option(name: .customLong("appstore-environments"), help: "Production, Sandbox or both, comma-separated (SUBLEDGER_APPSTORE_ENVIRONMENTS).")
-    var appStoreEnvironments: String?
-    @Option(name: .customLong("appstore-app-apple-id"), help: "The app's Apple ID notifications must name (SUBLEDGER_APPSTORE_APP_APPLE_ID).")
-    var appStoreAppAppleID: String?
-    @Option(name: .customLong("max-body-bytes"), help: "Largest request body accepted (SUBLEDGER_MAX_BODY_BYTES, default 1 MiB).")
-    var maximumBodyBytes: String?
-    @Option(name: .customLong("db-statement-timeout"), help: "Seconds a statement may run (SUBLEDGER_DB_STATEMENT_TIMEOUT, default 30).")
-    var statementTimeout: String?
-    @Option(name: .customLong("db-lock-timeout"), help: "Seconds a statement may wait for a lock (SUBLEDGER_DB_LOCK_TIMEOUT, default 10).")
-    var lockTimeout: String?
-    @Option(name: .customLong("db-idle-in-transaction-timeout"),
-            help: "Seconds a transaction may sit idle (SUBLEDGER_DB_IDLE_IN_TRANSACTION_TIMEOUT, default 60).")
-    var idleInTransactionTimeout: String?
-    @Option(name: .customLong("http-read-timeout"),
-            help: "Seconds a request's head and body may take to arrive, then 408 (SUBLEDGER_HTTP_READ_TIMEOUT, default 10).")
-    var httpReadTimeout: String?
-    @Option(name: .customLong("http-idle-timeout"),
-            help: "Seconds a keep-alive connection may sit idle (SUBLEDGER_HTTP_IDLE_TIMEOUT, default 60).")
-    var httpIdleTimeout: String?
-    @Option(name: .customLong("http-max-connections"),
-            help: "Connections open at once (SUBLEDGER_HTTP_MAX_CONNECTIONS, default 1000).")
-    var httpMaximumConnections: String?
-    @Option(name: .customLong("appstore-key-file"), help: "The in-app purchase key, a .p8 file (SUBLEDGER_APPSTORE_KEY_FILE).")
-    var appStoreKeyFile: String?
-    @Option(name: .customLong("appstore-key-id"), help: "The in-app purchase key's id (SUBLEDGER_APPSTORE_KEY_ID).")
-    var appStoreKeyID: String?
-    @Option(name: .customLong("appstore-issuer-id"), help: "The team's issuer id (SUBLEDGER_APPSTORE_ISSUER_ID).")
-    var appStoreIssuerID: String?
-    @Option(name: .customLong("appstore-api-url"), help: "App Store Server API, production (SUBLEDGER_APPSTORE_API_URL).")
-    var appStoreAPIURL: String?
-    @Option(name: .customLong("appstore-api-sandbox-url"), help: "App Store Server API, sandbox (SUBLEDGER_APPSTORE_API_SANDBOX_URL).")
-    var appStoreAPISandboxURL: String?
-    @Option(name: .customLong("appstore-reconcile-interval"),
-            help: "ISO 8601 duration between reconciliations, P0D = off (SUBLEDGER_APPSTORE_RECONCILE_INTERVAL, default PT1H).")
-    var appStoreReconcileInterval: String?
-    @Option(name: .customLong("restore-verify"), help: "none or api (SUBLEDGER_RESTORE_VERIFY).")
-    var restoreVerify: String?
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error (LOG_LEVEL).")
-    var logLevel: String?
+    typealias Variable = ConfigurationVariable
+
+    @Option(name: .customLong(Variable.databaseURL.flag), help: ArgumentHelp(Variable.databaseURL.flagHelp)) var databaseURL: String?
+    @Option(name: .customLong(Variable.dataDirectory.flag), help: ArgumentHelp(Variable.dataDirectory.flagHelp)) var dataDirectory: String?
+    @Option(name: .customLong(Variable.sqlDirectory.flag), help: ArgumentHelp(Variable.sqlDirectory.flagHelp)) var sqlDirectory: String?
+    @Option(name: .customLong(Variable.host.flag), help: ArgumentHelp(Variable.host.flagHelp)) var host: String?
+    @Option(name: .customLong(Variable.port.flag), help: ArgumentHelp(Variable.port.flagHelp)) var port: String?
+    @Option(name: .customLong(Variable.apiKeys.flag), help: ArgumentHelp(Variable.apiKeys.flagHelp)) var apiKeys: String?
+    @Option(name: .customLong(Variable.products.flag), help: ArgumentHelp(Variable.products.flagHelp)) var products: String?
+    @Option(name: .customLong(Variable.restorePolicy.flag), help: ArgumentHelp(Variable.restorePolicy.flagHelp)) var restorePolicy: String?
+    @Option(name: .customLong(Variable.restoreVerify.flag), help: ArgumentHelp(Variable.restoreVerify.flagHelp)) var restoreVerify: String?
+    @Option(name: .customLong(Variable.webhookURL.flag), help: ArgumentHelp(Variable.webhookURL.flagHelp)) var webhookURL: String?
+    @Option(name: .customLong(Variable.webhookSecret.flag), help: ArgumentHelp(Variable.webhookSecret.flagHelp)) var webhookSecret: String?
+    @Option(name: .customLong(Variable.expirySweepInterval.flag), help: ArgumentHelp(Variable.expirySweepInterval.flagHelp)) var expirySweepInterval: String?
+    @Option(name: .customLong(Variable.maximumBodyBytes.flag), help: ArgumentHelp(Variable.maximumBodyBytes.flagHelp)) var maximumBodyBytes: String?
+    @Option(name: .customLong(Variable.statementTimeout.flag), help: ArgumentHelp(Variable.statementTimeout.flagHelp)) var statementTimeout: String?
+    @Option(name: .customLong(Variable.lockTimeout.flag), help: ArgumentHelp(Variable.lockTimeout.flagHelp)) var lockTimeout: String?
+    @Option(name: .customLong(Variable.idleInTransactionTimeout.flag), help: ArgumentHelp(Variable.idleInTransactionTimeout.flagHelp)) var idleInTransactionTimeout: String?
+    @Option(name: .customLong(Variable.appStoreRootCertificates.flag), help: ArgumentHelp(Variable.appStoreRootCertificates.flagHelp)) var appStoreRootCertificates: String?
+    @Option(name: .customLong(Variable.appStoreBundleID.flag), help: ArgumentHelp(Variable.appStoreBundleID.flagHelp)) var appStoreBundleID: String?
+    @Option(name: .customLong(Variable.appStoreAppAppleID.flag), help: ArgumentHelp(Variable.appStoreAppAppleID.flagHelp)) var appStoreAppAppleID: String?
+    @Option(name: .customLong(Variable.appStoreEnvironments.flag), help: ArgumentHelp(Variable.appStoreEnvironments.flagHelp)) var appStoreEnvironments: String?
+    @Option(name: .customLong(Variable.appStoreVerifyURL.flag), help: ArgumentHelp(Variable.appStoreVerifyURL.flagHelp)) var appStoreVerifyURL: String?
+    @Option(name: .customLong(Variable.appStoreSandboxURL.flag), help: ArgumentHelp(Variable.appStoreSandboxURL.flagHelp)) var appStoreSandboxURL: String?
+    @Option(name: .customLong(Variable.appStoreSharedSecret.flag), help: ArgumentHelp(Variable.appStoreSharedSecret.flagHelp)) var appStoreSharedSecret: String?
+    @Option(name: .customLong(Variable.appStoreKeyFile.flag), help: ArgumentHelp(Variable.appStoreKeyFile.flagHelp)) var appStoreKeyFile: String?
+    @Option(name: .customLong(Variable.appStoreKeyID.flag), help: ArgumentHelp(Variable.appStoreKeyID.flagHelp)) var appStoreKeyID: String?
+    @Option(name: .customLong(Variable.appStoreIssuerID.flag), help: ArgumentHelp(Variable.appStoreIssuerID.flagHelp)) var appStoreIssuerID: String?
+    @Option(name: .customLong(Variable.appStoreAPIURL.flag), help: ArgumentHelp(Variable.appStoreAPIURL.flagHelp)) var appStoreAPIURL: String?
+    @Option(name: .customLong(Variable.appStoreAPISandboxURL.flag), help: ArgumentHelp(Variable.appStoreAPISandboxURL.flagHelp)) var appStoreAPISandboxURL: String?
+    @Option(name: .customLong(Variable.appStoreReconcileInterval.flag), help: ArgumentHelp(Variable.appStoreReconcileInterval.flagHelp)) var appStoreReconcileInterval: String?
+    @Option(name: .customLong(Variable.httpReadTimeout.flag), help: ArgumentHelp(Variable.httpReadTimeout.flagHelp)) var httpReadTimeout: String?
+    @Option(name: .customLong(Variable.httpIdleTimeout.flag), help: ArgumentHelp(Variable.httpIdleTimeout.flagHelp)) var httpIdleTimeout: String?
+    @Option(name: .customLong(Variable.httpMaximumConnections.flag), help: ArgumentHelp(Variable.httpMaximumConnections.flagHelp)) var httpMaximumConnections: String?
+    @Option(name: .customLong(Variable.logLevel.flag), help: ArgumentHelp(Variable.logLevel.flagHelp)) var logLevel: String?
+
+    /// Each variable with the value its flag was given, if any.
+    var flags: [(Variable, String?)] {
+        [
+            (.databaseURL, databaseURL),
+            (.dataDirectory, dataDirectory),
+            (.sqlDirectory, sqlDirectory),
+            (.host, host),
+            (.port, port),
+            (.apiKeys, apiKeys),
+            (.products, products),
+            (.restorePolicy, restorePolicy),
+            (.restoreVerify, restoreVerify),
+            (.webhookURL, webhookURL),
+            (.webhookSecret, webhookSecret),
+            (.expirySweepInterval, expirySweepInterval),
+            (.maximumBodyBytes, maximumBodyBytes),
+            (.statementTimeout, statementTimeout),
+            (.lockTimeout, lockTimeout),
+            (.idleInTransactionTimeout, idleInTransactionTimeout),
+            (.appStoreRootCertificates, appStoreRootCertificates),
+            (.appStoreBundleID, appStoreBundleID),
+            (.appStoreAppAppleID, appStoreAppAppleID),
+            (.appStoreEnvironments, appStoreEnvironments),
+            (.appStoreVerifyURL, appStoreVerifyURL),
+            (.appStoreSandboxURL, appStoreSandboxURL),
+            (.appStoreSharedSecret, appStoreSharedSecret),
+            (.appStoreKeyFile, appStoreKeyFile),
+            (.appStoreKeyID, appStoreKeyID),
+            (.appStoreIssuerID, appStoreIssuerID),
+            (.appStoreAPIURL, appStoreAPIURL),
+            (.appStoreAPISandboxURL, appStoreAPISandboxURL),
+            (.appStoreReconcileInterval, appStoreReconcileInterval),
+            (.httpReadTimeout, httpReadTimeout),
+            (.httpIdleTimeout, httpIdleTimeout),
+            (.httpMaximumConnections, httpMaximumConnections),
+            (.logLevel, logLevel),
+        ]
+    }
 
     /// The environment with the flags laid over it.
     func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SubledgerConfiguration {
         var merged = environment
-        let flags: [(String, String?)] = [
-            ("DATABASE_URL", databaseURL), ("SUBLEDGER_DATA_DIR", dataDirectory), ("HOST", host),
-            ("PORT", port.map(String.init)), ("SUBLEDGER_API_KEYS", apiKeys), ("SUBLEDGER_PRODUCTS", products),
-            ("SUBLEDGER_RESTORE_POLICY", restorePolicy), ("SUBLEDGER_WEBHOOK_URL", webhookURL),
-            ("SUBLEDGER_WEBHOOK_SECRET", webhookSecret), ("SUBLEDGER_APPSTORE_ROOT_CERTS", appStoreRootCertificates),
-            ("SUBLEDGER_APPSTORE_BUNDLE_ID", appStoreBundleID), ("SUBLEDGER_APPSTORE_VERIFY_URL", appStoreVerifyURL),
-            ("SUBLEDGER_APPSTORE_SANDBOX_URL", appStoreSandboxURL),
-            ("SUBLEDGER_APPSTORE_SHARED_SECRET", appStoreSharedSecret), ("LOG_LEVEL", logLevel),
-            ("SUBLEDGER_APPSTORE_ENVIRONMENTS", appStoreEnvironments), ("SUBLEDGER_APPSTORE_APP_APPLE_ID", appStoreAppAppleID),
-            ("SUBLEDGER_MAX_BODY_BYTES", maximumBodyBytes), ("SUBLEDGER_DB_STATEMENT_TIMEOUT", statementTimeout),
-            ("SUBLEDGER_DB_LOCK_TIMEOUT", lockTimeout), ("SUBLEDGER_DB_IDLE_IN_TRANSACTION_TIMEOUT", idleInTransactionTimeout),
-            ("SUBLEDGER_HTTP_READ_TIMEOUT", httpReadTimeout), ("SUBLEDGER_HTTP_IDLE_TIMEOUT", httpIdleTimeout),
-            ("SUBLEDGER_HTTP_MAX_CONNECTIONS", httpMaximumConnections), ("SUBLEDGER_APPSTORE_KEY_FILE", appStoreKeyFile),
-            ("SUBLEDGER_APPSTORE_KEY_ID", appStoreKeyID), ("SUBLEDGER_APPSTORE_ISSUER_ID", appStoreIssuerID),
-            ("SUBLEDGER_APPSTORE_API_URL", appStoreAPIURL), ("SUBLEDGER_APPSTORE_API_SANDBOX_URL", appStoreAPISandboxURL),
-            ("SUBLEDGER_APPSTORE_RECONCILE_INTERVAL", appStoreReconcileInterval), ("SUBLEDGER_RESTORE_VERIFY", restoreVerify),
-        ]
-        for case let (name, value?) in flags { merged[name] = value }
+        for case let (variable, value?) in flags { merged[variable.name] = value }
         do {
             return try SubledgerConfiguration(environment: merged)
         } catch {

@@ -14,23 +14,8 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Option(name: .customLong("expiry-sweep-interval"),
-            help: "Seconds between expiry sweeps (SUBLEDGER_EXPIRY_SWEEP_INTERVAL, default 30).")
-    var expirySweepInterval: Int?
-
-    /// The flag, else the variable, else 30 s.
-    func sweepInterval() throws -> Duration {
-        let text = expirySweepInterval.map(String.init) ?? ProcessInfo.processInfo.environment["SUBLEDGER_EXPIRY_SWEEP_INTERVAL"] ?? ""
-        guard !text.isEmpty else { return .seconds(30) }
-        guard let seconds = Int(text), seconds > 0 else {
-            throw ValidationError("SUBLEDGER_EXPIRY_SWEEP_INTERVAL: expected a positive number of seconds, got \(text)")
-        }
-        return .seconds(seconds)
-    }
-
     func run() async throws {
         let configuration = try options.resolve()
-        let sweepInterval = try sweepInterval()
         let logger = LoggingSetup.logger(configuration)
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
@@ -66,7 +51,9 @@ struct Serve: AsyncParsableCommand {
             throw error
         }
         // One client for the routes and the worker: one pacer, one cached JWT.
-        let services = makeReminderServices(dependencies, conninfo: database.conninfo, expirySweepInterval: sweepInterval)
+        // This is the composition root: the workers here, the request
+        // components (`AppComponents`) in `buildApplication`.
+        let services = makeReminderServices(dependencies, conninfo: database.conninfo, expirySweepInterval: configuration.expirySweepInterval)
             + makeReconcileServices(dependencies, conninfo: database.conninfo)
         let app = buildApplication(dependencies, services: services)
         logger.info("subledger listening", metadata: [

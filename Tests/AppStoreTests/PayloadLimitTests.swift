@@ -3,7 +3,7 @@ import AppStoreTesting
 import Foundation
 import Testing
 
-/// App Store payloads meet PRODUCT.md "Input limits" like every other entry
+/// App Store payloads meet the input limits of docs/api.md like every other entry
 /// point: dates in 1970…9999-12-31T23:59:59Z, identifiers of 1–200 bytes
 /// without control characters, normalised to NFC; otherwise `invalid_field`
 /// naming the field inside the signed data, and nothing is stored.

@@ -26,7 +26,7 @@ struct AppStoreFactTests {
         try world.send(refund("a1", at: date("2024-01-05T00:00:00Z")), to: "u", now: date("2024-01-05T00:00:00Z"))
         let decision = try world.send(reversal("a1", at: date("2024-01-07T00:00:00Z")), to: "u", now: date("2024-01-07T00:00:00Z"))
         #expect(decision.events.map(\.type) == ["refund_reversed"])
-        #expect(decision.events.first?.idempotencyKey == "refund-reversed:a1")
+        #expect(decision.events.first?.idempotencyKey == "refund-reversed:a1:2024-01-07T00:00:00Z")
         #expect(world.state("u", at: date("2024-01-06T00:00:00Z")).subscriptions.map(\.status) == [.revoked])
         #expect(world.state("u", at: date("2024-01-08T00:00:00Z")).subscriptions.map(\.status) == [.active])
         #expect(world.state("u", at: date("2024-01-08T00:00:00Z")).entitlements.map(\.active) == [true])
@@ -135,5 +135,24 @@ struct AppStoreFactTests {
         let state = world.state("u", at: date("2024-02-20T00:00:00Z"))
         #expect(state.subscriptions.map(\.status) == [.active])
         #expect(state.subscriptions.first?.expiresAt == date("2024-03-03T00:00:00Z"))
+    }
+}
+
+/// Reminders follow the end of access: in a billing grace period, the
+/// prompt is due before the grace ends, not before the period's end.
+/// https://developer.apple.com/documentation/appstoreservernotifications/graceperiodexpiresdate
+struct GraceReminderTests {
+    @Test func inGraceTheCoverageEndIsTheGraceEnd() throws {
+        var world = World()
+        let start = date("2024-01-01T00:00:00Z"), end = date("2024-02-01T00:00:00Z"), graceEnd = date("2024-02-17T00:00:00Z")
+        try world.send(purchase("g1", IDs.monthly, at: start, expires: end), to: "u", now: start)
+        try world.send(.billingIssue(.init(originalTransactionID: "g1", gracePeriodExpiresDate: graceEnd,
+                                           effectiveDate: end + 3600)), to: "u", now: end + 3600)
+        let ends = Coverage.ends(history: world.history("u"), subscriberID: "u", catalog: catalog, now: end + 7200)
+        #expect(ends.map(\.end) == [graceEnd])
+        let reminders = Coverage.desiredReminders(of: SubscriberLedger(subscriberID: "u", events: world.history("u")),
+                                                  catalog: catalog, now: end + 7200)
+        #expect(reminders.map(\.dueAt) == catalog.product(id: IDs.monthly)!.reminders.map { $0.subtracted(from: graceEnd) })
+        #expect(!reminders.isEmpty)
     }
 }

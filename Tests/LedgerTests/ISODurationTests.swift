@@ -1,6 +1,7 @@
 import TestSupport
 import Foundation
 import Testing
+import JSON
 @testable import Ledger
 
 struct ISODurationTests {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Ledger
 
-/// PRODUCT.md "Input limits", identifiers and text: identifiers are 1–200
+/// docs/api.md, "Input limits": identifiers and text: identifiers are 1–200
 /// bytes of UTF-8 without control characters, in NFC so that Swift and
 /// PostgreSQL compare them alike; `reason` at most 1000 bytes without NUL;
 /// `quantity` 1…1,000,000; a restore at most 1000 transactions.
@@ -22,7 +22,7 @@ struct IdentifierLimitTests {
             try body()
         } throws: { error in
             guard let error = error as? LedgerError else { return false }
-            return error.kind == .badRequest && error.code == code && error.field == field && error.message.contains("'\(field)'")
+            return error.kind == .badRequest && error.code.rawValue == code && error.field == field && error.message.contains("'\(field)'")
         }
     }
 

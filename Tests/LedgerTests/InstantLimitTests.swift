@@ -1,9 +1,10 @@
 import Foundation
 import TestSupport
 import Testing
+@testable import JSON
 @testable import Ledger
 
-/// PRODUCT.md "Input limits", instants: RFC 3339 with an offset, to the
+/// docs/api.md, "Input limits": instants: RFC 3339 with an offset, to the
 /// millisecond, within 1970-01-01T00:00:00Z … 9999-12-31T23:59:59Z once the
 /// offset is applied (given or computed); effective dates at most 24 hours
 /// after the clock.
@@ -17,7 +18,7 @@ struct InstantLimitTests {
             try body()
         } throws: { error in
             guard let error = error as? LedgerError else { return false }
-            return error.kind == .badRequest && error.code == code && error.field == field && error.message.contains("'\(field)'")
+            return error.kind == .badRequest && error.code.rawValue == code && error.field == field && error.message.contains("'\(field)'")
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import JSON
 @testable import Ledger
 
 /// The hand-written parser (`JSONValue.parse`) against `JSONDecoder`

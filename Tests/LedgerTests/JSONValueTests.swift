@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JSON
 @testable import Ledger
 
 struct JSONValueTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import JSON
 @testable import Ledger
 
 /// `JSONBytes.json` writes any `JSONValue` byte for byte as the ledger's

@@ -1,6 +1,7 @@
 import TestSupport
 import Foundation
 import Testing
+import JSON
 @testable import Ledger
 
 /// The read model is the fold, tabulated: at every instant its intervals say

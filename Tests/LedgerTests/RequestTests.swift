@@ -59,7 +59,7 @@ struct RequestTests {
             try parse(json)
         } throws: { error in
             guard let error = error as? LedgerError else { return false }
-            return error.kind == .badRequest && error.code == code && error.field == field
+            return error.kind == .badRequest && error.code.rawValue == code && error.field == field
                 && (field.map { error.message.contains("'\($0)'") } ?? true)
         }
     }
@@ -115,7 +115,7 @@ struct RequestTests {
             try RestoreRequest.parse(json: Data(json.utf8))
         } throws: { error in
             guard let error = error as? LedgerError else { return false }
-            return error.code == code && error.field == field && error.kind == .badRequest
+            return error.code.rawValue == code && error.field == field && error.kind == .badRequest
         }
     }
 }

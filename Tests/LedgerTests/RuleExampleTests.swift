@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import JSON
 @testable import Ledger
 
-/// Worked examples, one per rule of PRODUCT.md.
+/// Worked examples, one per rule of docs/api.md ("The rules").
 struct NonRenewingExamples {
     @Test func threePassesBoughtOnOneDayStackIntoContiguousPeriods() throws {
         var world = World()

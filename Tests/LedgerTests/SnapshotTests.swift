@@ -1,6 +1,7 @@
 import TestSupport
 import Foundation
 import Testing
+import JSON
 @testable import Ledger
 
 /// A snapshot and the events after it make the ledger the whole stream makes.

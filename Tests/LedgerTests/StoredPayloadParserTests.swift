@@ -1,6 +1,7 @@
 import TestSupport
 import Foundation
 import Testing
+import JSON
 @testable import Ledger
 
 /// The rebuild's event decoder (`LedgerEvent.decodeFast`) against the

@@ -55,3 +55,37 @@ struct MigrationTests {
         #expect(tableB == true)
     }
 }
+
+/// Ownership rows written before ownership was kept per environment move to
+/// their environment's keys: a Sandbox-only original to its Sandbox key, a
+/// Production one stays bare.
+@Suite("Ownership per environment migration")
+struct OwnershipMigrationTests {
+    @Test func sandboxRowsMoveToSandboxKeys() async throws {
+        let conninfo = try await TestDatabase.make()
+        let connection = try await Connection.connect(to: conninfo)
+        defer { connection.close() }
+        try await connection.execute(unsafeSQL: "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+        let all = try TestDatabase.migrations()
+        _ = try await Migrator(migrations: all.filter { $0.version < 19 }).migrate(conninfo: conninfo)
+        try await connection.execute(unsafeSQL: """
+            INSERT INTO events (stream_id, stream_version, event_id, type, data) VALUES
+              ('subscriber-prod', 1, gen_random_uuid(), 'purchased',
+               '{"transactionId": "p1", "originalTransactionId": "p1", "productId": "x", "environment": "Production"}'),
+              ('subscriber-sand', 1, gen_random_uuid(), 'purchased',
+               '{"transactionId": "s2", "originalTransactionId": "s1", "productId": "x", "environment": "Sandbox"}');
+            INSERT INTO transaction_owners (original_transaction_id, subscriber_id) VALUES ('p1', 'prod'), ('s1', 'sand');
+            INSERT INTO transaction_ids (transaction_id, original_transaction_id, subscriber_id)
+              VALUES ('p1', 'p1', 'prod'), ('s2', 's1', 'sand');
+            """)
+        _ = try await Migrator(migrations: all).migrate(conninfo: conninfo)
+        let owners = try await connection.query(
+            "SELECT replace(original_transaction_id, chr(31), '/'), subscriber_id FROM transaction_owners ORDER BY 1")
+        #expect(try owners.map { "\(try $0.decode(String.self, at: 0))=\(try $0.decode(String.self, at: 1))" }.sorted()
+                == ["Sandbox/s1=sand", "p1=prod"])
+        let ids = try await connection.query(
+            "SELECT replace(transaction_id, chr(31), '/'), replace(original_transaction_id, chr(31), '/') FROM transaction_ids ORDER BY 1")
+        #expect(try ids.map { "\(try $0.decode(String.self, at: 0))>\(try $0.decode(String.self, at: 1))" }.sorted()
+                == ["Sandbox/s2>Sandbox/s1", "p1>p1"])
+    }
+}

@@ -65,9 +65,12 @@ extension AppStoreNotificationTests {
             #expect(try await app.counts() == Counts(events: 0, notifications: 1))
             #expect(try await app.row(pending.json["notificationUUID"]?.string ?? "").dropFirst(3).prefix(3) == ["", "unattributed", "pending"])
 
-            // The app's backend records the original purchase for bob: the claim applies the renewal.
+            // The app's backend records the original purchase for bob, in the
+            // notification's environment (ownership is per environment): the
+            // claim applies the renewal.
             let claimed = try await app.client.post("/v1/subscribers/bob/events", purchaseJSON(
-                "3000000000000001", product: "com.example.pro.monthly", at: "2025-03-01T11:59:00Z", expires: "2025-04-01T11:59:00Z"))
+                "3000000000000001", product: "com.example.pro.monthly", at: "2025-03-01T11:59:00Z", expires: "2025-04-01T11:59:00Z",
+                environment: "Sandbox"))
             #expect(claimed.status == .created)
             let history = try await app.client.get("/v1/subscribers/bob/history").json["events"]?.array ?? []
             #expect(history.map { $0["type"]?.string } == ["purchased", "renewed"])
@@ -99,7 +102,7 @@ extension AppStoreNotificationTests {
             var importer = Importer(pool: app.dependencies.pool, store: app.dependencies.store,
                                     catalog: app.dependencies.catalog.catalog, restorePolicy: .transfer, logger: app.dependencies.logger)
             importer.claimObserver = AppStoreIntegration(app.dependencies).claimObserver
-            let line = #"{"subscriberId": "carol", "type": "purchase", "transactionId": "3100000000000001", "productId": "com.example.pro.monthly", "purchaseDate": "2025-03-01T11:59:00Z", "expiresDate": "2025-04-01T11:59:00Z"}"#
+            let line = #"{"subscriberId": "carol", "type": "purchase", "transactionId": "3100000000000001", "productId": "com.example.pro.monthly", "purchaseDate": "2025-03-01T11:59:00Z", "expiresDate": "2025-04-01T11:59:00Z", "environment": "Sandbox"}"#
             let summary = try await importer.importLines([ImportLine(number: 1, text: Data(line.utf8))])
             #expect(summary.imported == 1)
             let history = try await app.client.get("/v1/subscribers/carol/history").json["events"]?.array ?? []
@@ -108,15 +111,18 @@ extension AppStoreNotificationTests {
         }
     }
 
-    @Test func aNotificationBeforeItsPurchaseWaitsForIt() async throws {
+    @Test func aNotificationBeforeItsPurchaseRecordsThePurchaseItCarries() async throws {
         try await withAppStore { app in
-            // Attributed by the token, but the purchase it is about has not arrived yet.
+            // Attributed by the token; the purchase it is about has not arrived
+            // yet, but the notification carries its signed transaction.
             let early = try await app.notify(.didChangeRenewalStatus, .autoRenewDisabled, transaction: first,
                                              renewal: renewal(autoRenew: false), signedDate: "2025-03-10T00:00:00Z")
             #expect(early.status == .ok)
-            #expect(early.json["status"]?.string == "pending")
-            _ = try await app.notify(.subscribed, .initialBuy, transaction: first, renewal: renewal(), signedDate: "2025-03-01T12:00:00Z")
-            #expect(try await app.row(early.json["notificationUUID"]?.string ?? "").dropFirst(5).first == "applied")
+            #expect(early.json["status"]?.string == "applied")
+            let late = try await app.notify(.subscribed, .initialBuy, transaction: first, renewal: renewal(), signedDate: "2025-03-01T12:00:00Z")
+            #expect(late.json["status"]?.string == "applied")
+            let history = try await app.client.get("/v1/subscribers/\(alice)/history").json["events"]?.array ?? []
+            #expect(history.map { $0["type"]?.string } == ["purchased", "auto_renew_changed"])
             #expect(try await app.state(alice, at: "2025-03-11T00:00:00Z")["subscriptions"]?.array.first?["autoRenew"]?.bool == false)
         }
     }

@@ -3,6 +3,7 @@ import AppStore
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import JSON
 import Ledger
 import Postgres
 import HTTPAPI

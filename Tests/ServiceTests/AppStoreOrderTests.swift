@@ -42,6 +42,56 @@ struct AppStoreOrderTests {
         }
     }
 
+    static func sandboxTransaction(_ id: String) -> TransactionInfo {
+        var transaction = productionTransaction(id)
+        transaction.environment = .sandbox
+        return transaction
+    }
+
+    /// Without `environment`, a deployment that accepts only Sandbox asks Sandbox.
+    @Test func aSandboxOnlyDeploymentAsksSandbox() async throws {
+        try await withAppStoreAPI(configure: { $0.appStoreEnvironments = [.sandbox] }) { api in
+            await api.fake.script(.lookUpOrder, environment: "sandbox", [Self.lookUp([try api.store.sign(Self.sandboxTransaction("7000000000000101"))])])
+            let response = try await api.client.get("/v1/orders/MK5TTTVWJH", key: Keys.support)
+            #expect(response.status == .ok, "\(response.text)")
+            #expect(response.json["environment"]?.string == "Sandbox")
+            #expect(response.json["transactions"]?.array.first?["environment"]?.string == "Sandbox")
+            #expect(await api.fake.calls(.lookUpOrder).isEmpty)
+            #expect(await api.fake.calls(.lookUpOrder, environment: "sandbox").count == 1)
+        }
+    }
+
+    /// Without `environment`, the accepted environments are asked in turn,
+    /// Production first; the first that knows the order answers.
+    @Test func withoutAnEnvironmentProductionIsAskedFirstThenSandbox() async throws {
+        try await withAppStoreAPI { api in
+            await api.fake.script(.lookUpOrder, [Self.lookUp([], status: 1)])
+            await api.fake.script(.lookUpOrder, environment: "sandbox", [Self.lookUp([try api.store.sign(Self.sandboxTransaction("7000000000000102"))])])
+            let sandbox = try await api.client.get("/v1/orders/SANDBOXORDER", key: Keys.support)
+            #expect(sandbox.status == .ok, "\(sandbox.text)")
+            #expect(sandbox.json["environment"]?.string == "Sandbox")
+            #expect(await api.fake.calls(.lookUpOrder).count == 1)
+            #expect(await api.fake.calls(.lookUpOrder, environment: "sandbox").count == 1)
+
+            await api.fake.script(.lookUpOrder, [Self.lookUp([try api.store.sign(productionTransaction("7000000000000103"))])])
+            let production = try await api.client.get("/v1/orders/PRODUCTIONORDER", key: Keys.support)
+            #expect(production.status == .ok, "\(production.text)")
+            #expect(production.json["environment"]?.string == "Production")
+            #expect(await api.fake.calls(.lookUpOrder, environment: "sandbox").count == 1)
+
+            // Asked for one environment, only that one answers.
+            await api.fake.script(.lookUpOrder, [Self.lookUp([], status: 1)])
+            let asked = try await api.client.get("/v1/orders/SANDBOXORDER?environment=Production", key: Keys.support)
+            #expect(asked.status == .notFound)
+            #expect(await api.fake.calls(.lookUpOrder, environment: "sandbox").count == 1)
+
+            await api.fake.script(.lookUpOrder, environment: "sandbox", [Self.lookUp([], status: 1)])
+            let nowhere = try await api.client.get("/v1/orders/NOSUCHORDER", key: Keys.support)
+            #expect(nowhere.status == .notFound)
+            #expect(nowhere.error.code == "order_not_found")
+        }
+    }
+
     @Test func withoutTheAPIConfiguredOrdersAnswer503() async throws {
         try await withApp { client, _ in
             let response = try await client.get("/v1/orders/MK5TTTVWJH", key: Keys.support)

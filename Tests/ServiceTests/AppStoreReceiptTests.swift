@@ -114,8 +114,55 @@ struct AppStoreReceiptTests {
 
             // The same receipt again records nothing new.
             let events = try await app.counts().events
-            await fake.script("production", [Self.validProduction])
+            await fake.script("production", [#"{"status": 21007}"#])
             #expect(try await app.client.post("/v1/subscribers/carol/receipts", Self.body).status == .ok)
+            #expect(try await app.counts().events == events)
+            // A Production receipt naming those Sandbox transactions touches none of them.
+            await fake.script("production", [Self.validProduction])
+            let crossed = try await app.client.post("/v1/subscribers/carol/receipts", Self.body)
+            #expect(crossed.status == .conflict, "\(crossed.text)")
+            #expect(crossed.error.code == "environment_conflict")
+            #expect(try await app.counts().events == events)
+        }
+    }
+
+    /// `pending_renewal_info` says a failed renewal is retried in a grace
+    /// period, and an upgraded transaction's cancellation is not a refund.
+    /// https://developer.apple.com/documentation/appstorereceipts/responsebody/pending_renewal_info
+    /// https://developer.apple.com/documentation/appstorereceipts/is_upgraded
+    @Test func pendingRenewalInfoGivesGraceAndAnUpgradeIsNoRefund() async throws {
+        let receipt = #"""
+            {"status": 0, "environment": "Sandbox",
+             "latest_receipt_info": [
+               {"transaction_id": "5100000000000001", "original_transaction_id": "5100000000000001", "product_id": "com.example.pro.monthly",
+                "purchase_date_ms": "1740830340000", "expires_date_ms": "1743508740000", "quantity": "1", "in_app_ownership_type": "PURCHASED"},
+               {"transaction_id": "5100000000000002", "original_transaction_id": "5100000000000001", "product_id": "com.example.pro.monthly",
+                "purchase_date_ms": "1743508740000", "expires_date_ms": "1746100740000", "quantity": "1",
+                "is_upgraded": "true", "cancellation_date_ms": "1744286340000"}
+             ],
+             "pending_renewal_info": [
+               {"original_transaction_id": "5100000000000001", "product_id": "com.example.pro.monthly", "auto_renew_status": "1",
+                "is_in_billing_retry_period": "1", "grace_period_expires_date_ms": "1747483140000"}
+             ],
+             "receipt": {"bundle_id": "com.example.subledger", "in_app": []}}
+            """#
+        try await withFake { fake, app in
+            await fake.script("production", [#"{"status": 21007}"#])
+            await fake.script("sandbox", [receipt])
+            let response = try await app.client.post("/v1/subscribers/gina/receipts", Self.body)
+            #expect(response.status == .ok, "\(response.text)")
+            let history = try await app.client.get("/v1/subscribers/gina/history").json["events"]?.array ?? []
+            #expect(history.map { $0["type"]?.string } == ["purchased", "renewed", "billing_issue"])
+            // Cancelled by the upgrade, not refunded: paid until its end, then in grace.
+            #expect(try await app.state("gina", at: "2025-04-20T00:00:00Z")["subscriptions"]?.array.first?["status"]?.string == "active")
+            let inGrace = try await app.state("gina", at: "2025-05-05T00:00:00Z")
+            #expect(inGrace["subscriptions"]?.array.first?["status"]?.string == "grace", "\(inGrace)")
+            #expect(inGrace["entitlements"]?.array.first?["expiresAt"]?.string == "2025-05-17T11:59:00Z")
+            #expect(inGrace["storeTransactions"]?.array.first?["isUpgraded"]?.bool == true)
+            // Sent again: nothing new.
+            let events = try await app.counts().events
+            await fake.script("production", [#"{"status": 21007}"#])
+            #expect(try await app.client.post("/v1/subscribers/gina/receipts", Self.body).status == .ok)
             #expect(try await app.counts().events == events)
         }
     }

@@ -130,20 +130,53 @@ struct AppStoreReconcileTests {
         }
     }
 
-    @Test func aForgedAnswerIsRefusedAndNothingStored() async throws {
+    /// Rows stored as `rejected`: their error code and message.
+    func rejectedRows(_ api: AppStoreAPIApp) async throws -> [(code: String, message: String)] {
+        try await api.dependencies.pool.query("""
+            SELECT coalesce(error_code, ''), coalesce(error_message, '') FROM appstore_notifications
+            WHERE status = 'rejected' ORDER BY notification_uuid
+            """).map { (code: try $0.decode(String.self, at: 0), message: try $0.decode(String.self, at: 1)) }
+    }
+
+    /// One item of Apple's answer that fails verification neither stops the
+    /// run nor hides the items after it: it is stored `rejected` with its
+    /// reason, and the checkpoint moves past it.
+    @Test func aForgedItemIsStoredRejectedAndTheReconcileGoesOn() async throws {
         try await withAppStoreAPI { api in
-            let good = try Self.subscribed(api.store, "8300000000000001")
-            let forged = try Self.subscribed(AppStoreNotificationTests.stranger, "8300000000000002")
-            await api.fake.script(.notificationHistory, [FakeAppStoreServerAPI.history([good, forged])])
+            let before = try Self.subscribed(api.store, "8300000000000001", subscriber: "before-forged", uuid: "good-before")
+            let forged = try Self.subscribed(AppStoreNotificationTests.stranger, "8300000000000002", subscriber: "forged",
+                                             uuid: "forged-1")
+            let after = try Self.subscribed(api.store, "8300000000000003", subscriber: "after-forged", uuid: "good-after")
+            await api.fake.script(.notificationHistory, [FakeAppStoreServerAPI.history([before, forged, after])])
             let reconciler = try #require(api.appStore.reconciler)
-            await #expect {
-                try await reconciler.reconcile(environment: .production)
-            } throws: { error in
-                guard let error = error as? AppStoreAPIError, case .unverifiedAnswer(let cause) = error.kind else { return false }
-                return cause.code == .untrustedRoot && cause.field == "notificationHistory[1].signedPayload"
-            }
-            #expect(try await api.app.counts() == Counts(events: 0, notifications: 0))
-            #expect(try await reconciler.reconciledUntil(.production) == nil)
+            let first = try await reconciler.reconcile(environment: .production)
+            #expect(first.recovered == 2)
+            #expect(try await api.app.row("good-before").suffix(2) == ["applied", "true"])
+            #expect(try await api.app.row("good-after").suffix(2) == ["applied", "true"])
+            let rejected = try await rejectedRows(api)
+            #expect(rejected.map(\.code) == ["untrusted_root"])
+            #expect(rejected.first?.message.contains("notificationHistory[1].signedPayload") == true, "\(rejected)")
+            // Stored under an id of its own: the uuid it claims stays free for the real one.
+            #expect(try await api.app.row("forged-1") == [])
+            #expect(try await reconciler.reconciledUntil(.production) == first.reconciledUntil)
+
+            // The next run reads it again, stores nothing twice, and moves on.
+            let second = try await reconciler.reconcile(environment: .production)
+            #expect(second.recovered == 0)
+            #expect(second.reconciledUntil > first.reconciledUntil)
+            #expect(try await rejectedRows(api).count == 1)
+            #expect(try await api.app.counts() == Counts(events: 2, notifications: 3))
+        }
+    }
+
+    @Test func anItemThatIsNotEvenAJWSIsStoredRejected() async throws {
+        try await withAppStoreAPI { api in
+            let good = try Self.subscribed(api.store, "8300000000000011", subscriber: "beside-garbage", uuid: "good-beside-garbage")
+            await api.fake.script(.notificationHistory, [FakeAppStoreServerAPI.history(["not a jws", good])])
+            let report = try await reconcile(api)
+            #expect(report.recovered == 1)
+            #expect(try await api.app.row("good-beside-garbage").suffix(2) == ["applied", "true"])
+            #expect(try await rejectedRows(api).map(\.code) == ["invalid_jws"])
         }
     }
 

@@ -2,6 +2,7 @@ import EventStore
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import JSON
 import Ledger
 import HTTPAPI
 import SubledgerApp

@@ -4,6 +4,7 @@ import Foundation
 import HTTPAPI
 import Hummingbird
 import HummingbirdTesting
+import JSON
 import Ledger
 import SubledgerApp
 import Testing

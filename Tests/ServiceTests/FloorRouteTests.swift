@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Postgres
 import SubledgerApp
+@testable import subledger
 import Testing
 
 /// The bench's floor routes (`addFloorRoutes`) make the ceiling's own
@@ -12,9 +13,9 @@ import Testing
     @Test func floorRoutesRunTheCeilingsStatementsBehindAWriteKey() async throws {
         let dependencies = try await makeDependencies()
         try await dependencies.pool.query("CREATE TABLE bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, data jsonb NOT NULL)")
-        let app = buildApplication(dependencies) { router in
-            addFloorRoutes(to: router, pool: dependencies.pool, keys: dependencies.configuration.apiKeys)
-        }
+        let router = buildRouter(AppComponents(dependencies))
+        addFloorRoutes(to: router, pool: dependencies.pool, keys: dependencies.configuration.apiKeys)
+        let app = buildApplication(router: router, dependencies: dependencies)
         do {
             try await app.test(.router) { client in
                 #expect(try await client.post("/floor/insert", #"{"a": 1}"#, key: nil).status == .unauthorized)

@@ -1,5 +1,6 @@
 import EventStore
 import Foundation
+import JSON
 import Ledger
 import Postgres
 import SubledgerApp
@@ -128,7 +129,7 @@ struct ImportParallelTests {
                 let result = try await writer.record(request, subscriberID: subscriberID, source: FactSource.import)
                 outcomes[line.number] = result.isDuplicate ? "duplicate" : "recorded"
             } catch let error as LedgerError {
-                outcomes[line.number] = error.code
+                outcomes[line.number] = error.code.rawValue
             }
         }
         return outcomes

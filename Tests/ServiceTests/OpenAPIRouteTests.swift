@@ -57,7 +57,7 @@ struct DocumentedOperations {
 
     /// "METHOD /path" of every route the router serves, paths as OpenAPI writes them.
     static func routedOperations(_ dependencies: AppDependencies) -> Set<String> {
-        Set(buildRouter(dependencies).routes.map { "\($0.method) \($0.path)" })
+        Set(buildRouter(AppComponents(dependencies)).routes.map { "\($0.method) \($0.path)" })
     }
 
     @Test func theDocumentIsReadAsOperations() {

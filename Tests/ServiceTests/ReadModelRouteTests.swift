@@ -3,6 +3,7 @@ import Foundation
 import HTTPAPI
 import Hummingbird
 import HummingbirdTesting
+import JSON
 import Ledger
 @testable import SubledgerApp
 import TestSupport

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Ledger
 @testable import SubledgerApp
 import TestSupport

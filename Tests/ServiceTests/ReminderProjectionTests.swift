@@ -1,5 +1,6 @@
 import EventStore
 import Foundation
+import JSON
 import Ledger
 import Logging
 import Postgres

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import JSON
 import Ledger
 @testable import SubledgerApp
 @testable import HTTPAPI

@@ -21,7 +21,7 @@ struct SubscriberRouteTests {
             #expect(subscriber["nonRenewingPeriods"]?.array.first?["end"]?.string == "2025-01-31T00:00:00Z")
             #expect(subscriber["devices"]?.array.first?["id"]?.string == "phone")
             #expect(subscriber.keys == ["subscriberId", "at", "entitlements", "subscriptions", "nonRenewingPeriods",
-                                        "purchases", "devices", "reminders", "environment"])
+                                        "purchases", "devices", "reminders", "environment", "storeTransactions"])
 
             let again = try await client.post("/v1/subscribers/alice/events", purchaseJSON("t1", device: "phone"))
             #expect(again.status == .ok)

@@ -2,6 +2,7 @@ import EventStore
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import JSON
 import Ledger
 import Logging
 import Postgres
@@ -104,7 +105,7 @@ func date(_ text: String) -> Date {
 }
 
 func purchaseJSON(_ transactionID: String, product: String = "com.example.pass.30d", at purchaseDate: String = "2025-01-01T00:00:00Z",
-                  original: String? = nil, device: String? = nil, expires: String? = nil) -> String {
+                  original: String? = nil, device: String? = nil, expires: String? = nil, environment: String? = nil) -> String {
     var fields = [
         "\"type\": \"purchase\"", "\"transactionId\": \"\(transactionID)\"", "\"productId\": \"\(product)\"",
         "\"purchaseDate\": \"\(purchaseDate)\"",
@@ -112,5 +113,6 @@ func purchaseJSON(_ transactionID: String, product: String = "com.example.pass.3
     if let original { fields.append("\"originalTransactionId\": \"\(original)\"") }
     if let device { fields.append("\"deviceId\": \"\(device)\"") }
     if let expires { fields.append("\"expiresDate\": \"\(expires)\"") }
+    if let environment { fields.append("\"environment\": \"\(environment)\"") }
     return "{" + fields.joined(separator: ", ") + "}"
 }

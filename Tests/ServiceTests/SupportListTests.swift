@@ -3,6 +3,7 @@ import AppStoreTesting
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import JSON
 import Ledger
 import Postgres
 import HTTPAPI

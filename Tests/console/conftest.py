@@ -82,6 +82,7 @@ class Facts:
     xss_subscriber = XSS_SUBSCRIBER
     xss_device = XSS_DEVICE
     xss_reason = XSS_REASON
+    family = "console-family"
 
 
 @pytest.fixture(scope="session")
@@ -105,6 +106,12 @@ def facts():
     # A StoreKit test purchase: history shows it marked Sandbox.
     record(alice, {"type": "purchase", "transactionId": "console-sandbox-1", "productId": "com.example.coins.100",
                    "purchaseDate": iso(days(-2)), "environment": "Sandbox"})
+
+    # Family Sharing with an introductory offer, then a prorated refund.
+    record(Facts.family, {"type": "purchase", "transactionId": "console-family-1", "productId": "com.example.level2",
+                          "purchaseDate": iso(days(-20)), "ownershipType": "FAMILY_SHARED", "offerType": 1})
+    record(Facts.family, {"type": "refund", "transactionId": "console-family-1", "revocationDate": iso(days(-1)),
+                          "revocationType": "REFUND_PRORATED", "revocationPercentage": 250, "revocationReason": 1})
 
     # The hostile subscriber.
     record(XSS_SUBSCRIBER, {"type": "purchase", "transactionId": "console-xss-1", "productId": "com.example.pass.30d",

@@ -129,6 +129,18 @@ def test_subscriber_page_now(console, facts):
     assert script_errors(console) == []
 
 
+def test_what_the_app_store_says_is_shown(console, facts):
+    console.signed_in()
+    console.open_subscriber(facts.family)
+    store = console.find("#store-transactions").text
+    assert "console-family-1" in store
+    assert "Family Sharing" in store and "introductory" in store
+    assert "REFUND_PRORATED · 25% · an issue with the app" in store
+    reasons = " ".join(reason.text for reason in console.find_all('[data-entitlement="level2"] .reason'))
+    assert "prorated refund (25.0% refunded)" in reasons, reasons
+    assert script_errors(console) == []
+
+
 def test_the_as_of_picker_rerenders_at_that_instant(console, facts):
     console.signed_in()
     console.open_subscriber(facts.subscriber)
@@ -265,7 +277,7 @@ def test_overview_and_screenshots(console, facts):
     assert overflow <= 390
 
 
-# Answers in the contract's shapes (PRODUCT.md) for endpoints another branch is
+# Answers in the contract's shapes (docs/api.md) for endpoints another branch is
 # building, served to the page by a fetch stand-in, so the overview's numbers
 # and chart and the subscriptions list are tested before those land.
 SAMPLE = {

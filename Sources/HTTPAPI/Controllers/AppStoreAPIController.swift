@@ -23,7 +23,7 @@ struct AppStoreAPIController {
         guard let raw = context.parameters.get("orderId"), let orderID = raw.removingPercentEncoding else {
             throw LedgerError.invalidField("orderId", expected: "a percent-encoded path segment")
         }
-        var environment = Ledger.Environment.production
+        var environment: Ledger.Environment?
         if let text = request.uri.queryParameters.get("environment") {
             guard let parsed = Ledger.Environment(rawValue: String(text)) else {
                 throw LedgerError.invalidField("environment", expected: "\"Production\" or \"Sandbox\"", got: "\"\(text.prefix(64))\"")

@@ -23,7 +23,7 @@ struct AppStoreController {
 
     @Sendable func receiveNotification(request: Request, context: AppRequestContext) async throws -> Response {
         guard let notifications = appStore.notifications else {
-            throw APIError(.serviceUnavailable, code: "appstore_not_configured", message: appStore.unavailable)
+            throw APIError(.serviceUnavailable, code: .appStoreNotConfigured, message: appStore.unavailable)
         }
         struct Body: Decodable { var signedPayload: String }
         let body = try await RequestInput.body(request, context)
@@ -55,7 +55,7 @@ struct AppStoreController {
         static func parse(_ data: Data) throws(LedgerError) -> ReceiptBody {
             let reader = try FieldReader(body: data)
             guard let receipt = try reader.string("receiptData", maxLength: 1 << 20) else {
-                throw LedgerError(kind: .badRequest, code: "invalid_field",
+                throw LedgerError(kind: .badRequest, code: .invalidField,
                                   message: "Field 'receiptData' must be the app receipt as a non-empty base64 string.", field: "receiptData")
             }
             return ReceiptBody(receiptData: receipt, deviceID: try reader.identifier("deviceId"))

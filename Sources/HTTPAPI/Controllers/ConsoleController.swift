@@ -84,7 +84,7 @@ package struct ConsoleAssets: Sendable {
 
     func response(for name: String, request: Request) throws -> Response {
         guard let asset = files[name] else {
-            throw APIError(.notFound, code: "not_found", message: "the console has no file named \(name.prefix(100))")
+            throw APIError(.notFound, code: .notFound, message: "the console has no file named \(name.prefix(100))")
         }
         var headers = Self.securityHeaders
         headers[.eTag] = asset.etag

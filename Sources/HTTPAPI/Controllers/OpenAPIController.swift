@@ -13,7 +13,7 @@ struct OpenAPIController {
     }
 }
 
-/// The OpenAPI 3.1 document of the whole API (PRODUCT.md's contract), the
+/// The OpenAPI 3.1 document of the whole API (the contract of docs/api.md), the
 /// package resource `Resources/openapi.yaml` served as it is. A test walks the
 /// router's routes against it, and CI validates it as OpenAPI 3.1.
 package enum OpenAPIDocument {

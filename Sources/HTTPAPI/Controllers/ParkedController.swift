@@ -24,7 +24,7 @@ struct ParkedController {
         if let consumer, consumer.isEmpty || consumer.utf8.count > 200
             || consumer.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         {
-            throw LedgerError(kind: .badRequest, code: "invalid_field",
+            throw LedgerError(kind: .badRequest, code: .invalidField,
                               message: "Field 'consumer' must be a consumer name of 1 to 200 bytes without control characters.",
                               field: "consumer")
         }

@@ -30,7 +30,7 @@ struct ParkedReplayController {
     @Sendable func replay(request: Request, context: AppRequestContext) async throws -> Response {
         let name = context.parameters.get("consumer")?.removingPercentEncoding ?? ""
         guard let consumer = consumers.first(where: { $0.name == name }) else {
-            throw LedgerError(kind: .notFound, code: "consumer_not_found",
+            throw LedgerError(kind: .notFound, code: .consumerNotFound,
                               message: "No projection is named '\(name.prefix(64))'; known: \(consumers.map(\.name).joined(separator: ", ")).",
                               field: "consumer")
         }
@@ -42,10 +42,10 @@ struct ParkedReplayController {
             return try .json(ReplayBody(consumer: consumer.name, position: position, streamId: event.streamID,
                                         streamVersion: event.streamVersion, type: event.type, outcome: "replayed"))
         case .failed(_, let reason):
-            throw LedgerError(kind: .conflict, code: "replay_failed",
+            throw LedgerError(kind: .conflict, code: .replayFailed,
                               message: "The \(consumer.name) projection refused event \(position) again; it stays parked. \(reason.prefix(2000))")
         case .notParked:
-            throw LedgerError(kind: .notFound, code: "parked_event_not_found",
+            throw LedgerError(kind: .notFound, code: .parkedEventNotFound,
                               message: "No event at position \(position) is parked for \(consumer.name).", field: "position")
         }
     }

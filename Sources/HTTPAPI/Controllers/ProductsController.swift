@@ -93,14 +93,14 @@ struct ProductsController {
         static func parse(_ data: Data) throws(LedgerError) -> InvalidReport {
             let reader = try FieldReader(body: data)
             guard let items = try reader.array("identifiers"), (1...1000).contains(items.count) else {
-                throw LedgerError(kind: .badRequest, code: "invalid_field",
+                throw LedgerError(kind: .badRequest, code: .invalidField,
                                   message: "Field 'identifiers' must be an array of 1 to 1000 product identifiers.", field: "identifiers")
             }
             var identifiers = [String]()
             for (index, item) in items.enumerated() {
                 let itemReader = FieldReader(fields: ["identifier": item], prefix: "")
                 guard let identifier = try? itemReader.identifier("identifier") else {
-                    throw LedgerError(kind: .badRequest, code: "invalid_field",
+                    throw LedgerError(kind: .badRequest, code: .invalidField,
                                       message: "Field 'identifiers[\(index)]' must be a product identifier: 1 to 200 bytes of UTF-8 without control characters.",
                                       field: "identifiers[\(index)]")
                 }

@@ -17,13 +17,13 @@ struct TransactionsController {
 
     @Sendable func transaction(request: Request, context: AppRequestContext) async throws -> Response {
         guard let raw = context.parameters.get("transactionId"), let decoded = raw.removingPercentEncoding else {
-            throw LedgerError(kind: .badRequest, code: "invalid_field",
+            throw LedgerError(kind: .badRequest, code: .invalidField,
                               message: "Field 'transactionId' must be a percent-encoded path segment.", field: "transactionId")
         }
         // 1–200 bytes, no control characters (a NUL is refused, never cut), in NFC.
         let id = try InputLimits.identifier(decoded, field: "transactionId")
         guard let report = try await reader.transaction(id) else {
-            throw LedgerError(kind: .notFound, code: "transaction_not_found",
+            throw LedgerError(kind: .notFound, code: .transactionNotFound,
                               message: "No transaction or original transaction '\(id.prefix(256))' is recorded.", field: "transactionId")
         }
         return .json(bytes: report.encodedJSON())

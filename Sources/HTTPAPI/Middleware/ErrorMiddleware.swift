@@ -10,11 +10,14 @@ import SubledgerApp
 /// status; anything unexpected is logged and answered 500 without detail.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
+    /// The configured body limit, which a 413 names.
+    let maximumBodySize: Int
     /// `subledger_database_unavailable_total`, by reason.
     private let unavailable: [PostgresError.Unavailability: Counter]
 
-    init(logger: Logger, factory: any MetricsFactory = MetricsSystem.factory) {
+    init(logger: Logger, maximumBodySize: Int, factory: any MetricsFactory = MetricsSystem.factory) {
         self.logger = logger
+        self.maximumBodySize = maximumBodySize
         unavailable = Dictionary(uniqueKeysWithValues: PostgresError.Unavailability.allCases.map { reason in
             (reason, Counter(label: "subledger_database_unavailable_total", dimensions: [("reason", reason.rawValue)], factory: factory))
         })
@@ -36,23 +39,23 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try APIError(error.serviceError).response(from: request, context: context)
         } catch let error as WriteContention {
             unavailable[.contention]?.increment()
-            return try APIError(.serviceUnavailable, code: "contention", message: error.description, retryAfter: 1)
+            return try APIError(.serviceUnavailable, code: .contention, message: error.description, retryAfter: 1)
                 .response(from: request, context: context)
         } catch let error as PostgresError where error.isDataError {
             // A value the database cannot store or index: the input's fault.
-            return try APIError(.badRequest, code: "invalid_field",
+            return try APIError(.badRequest, code: .invalidField,
                                 message: "a value of the request cannot be stored (SQLSTATE \(error.sqlState?.rawValue ?? "?"))")
                 .response(from: request, context: context)
         } catch let error as HTTPError {
             let apiError: APIError = switch error.status {
             case .contentTooLarge:
-                APIError(.contentTooLarge, code: "body_too_large", message: "the request body is larger than the 1 MiB limit")
+                APIError.bodyTooLarge(limit: maximumBodySize)
             case .notFound:
-                APIError(.notFound, code: "not_found", message: "no such route: \(request.method) \(request.uri.path)")
+                APIError(.notFound, code: .notFound, message: "no such route: \(request.method) \(request.uri.path)")
             case .methodNotAllowed:
-                APIError(.methodNotAllowed, code: "method_not_allowed", message: "\(request.method) is not allowed on \(request.uri.path)")
+                APIError(.methodNotAllowed, code: .methodNotAllowed, message: "\(request.method) is not allowed on \(request.uri.path)")
             default:
-                APIError(error.status, code: "http_\(error.status.code)", message: error.body ?? error.status.reasonPhrase)
+                APIError(error.status, code: .http(error.status.code), message: error.body ?? error.status.reasonPhrase)
             }
             return try apiError.response(from: request, context: context)
         } catch let error as PostgresError where error.unavailability != nil {
@@ -69,7 +72,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             logger.error("request failed", metadata: [
                 "http.method": "\(request.method)", "http.path": "\(UntrustedText.escaped(request.uri.path))", "error": "\(String(reflecting: error))",
             ])
-            return try APIError(.internalServerError, code: "internal_error", message: "the server failed to answer; it has been logged")
+            return try APIError(.internalServerError, code: .internalError, message: "the server failed to answer; it has been logged")
                 .response(from: request, context: context)
         }
     }

@@ -7,13 +7,13 @@ import SubledgerApp
 /// An error answered as `{"error": {"code", "message", "field"}}`.
 public struct APIError: Error, HTTPResponseError, Sendable {
     public var status: HTTPResponse.Status
-    public var code: String
+    public var code: ErrorCode
     public var message: String
     public var field: String?
     /// Seconds a client should wait before trying again (`Retry-After`).
     public var retryAfter: Int?
 
-    public init(_ status: HTTPResponse.Status, code: String, message: String, field: String? = nil, retryAfter: Int? = nil) {
+    public init(_ status: HTTPResponse.Status, code: ErrorCode, message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.status = status
         self.code = code
         self.message = message
@@ -28,7 +28,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         case .statementTimeout, .lockTimeout, .poolExhausted, .contention: 1
         case .insufficientResources, .readOnly, .connectionLost: 5
         }
-        return APIError(.serviceUnavailable, code: "database_unavailable",
+        return APIError(.serviceUnavailable, code: .databaseUnavailable,
                         message: "the database is busy or unreachable (\(reason.rawValue)); retry after \(retryAfter) s",
                         retryAfter: retryAfter)
     }
@@ -68,11 +68,17 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
 
     var body: Data {
-        var error: [String: String] = ["code": code, "message": message]
+        var error: [String: String] = ["code": code.rawValue, "message": message]
         if let field { error["field"] = field }
         return (try? JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys])) ?? Data()
     }
 
-    public static let unauthorized = APIError(.unauthorized, code: "unauthorized", message: "an API key is required: send Authorization: Bearer KEY")
-    public static let forbidden = APIError(.forbidden, code: "forbidden", message: "this API key's role may not do this")
+    public static let unauthorized = APIError(.unauthorized, code: .unauthorized, message: "an API key is required: send Authorization: Bearer KEY")
+    public static let forbidden = APIError(.forbidden, code: .forbidden, message: "this API key's role may not do this")
+
+    /// 413, naming the configured limit (`SUBLEDGER_MAX_BODY_BYTES`) as it reads best.
+    public static func bodyTooLarge(limit bytes: Int) -> APIError {
+        let limit = bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : bytes % (1 << 10) == 0 ? "\(bytes >> 10) KiB" : "\(bytes) bytes"
+        return APIError(.contentTooLarge, code: .bodyTooLarge, message: "the request body is larger than the \(limit) limit")
+    }
 }

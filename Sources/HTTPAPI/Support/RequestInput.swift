@@ -10,7 +10,7 @@ enum RequestInput {
         // Most ids hold no escape: Foundation's decoding (1.5% of a read) only for those that do.
         guard let raw = context.parameters.get("subscriberId"),
               let decoded = raw.utf8.contains(UInt8(ascii: "%")) ? raw.removingPercentEncoding : raw else {
-            throw LedgerError(kind: .badRequest, code: "invalid_field",
+            throw LedgerError(kind: .badRequest, code: .invalidField,
                               message: "Field 'subscriberId' must be a percent-encoded path segment.", field: "subscriberId")
         }
         return try InputLimits.validateSubscriberID(decoded)
@@ -21,8 +21,7 @@ enum RequestInput {
         var data = Data()
         for try await chunk in request.body {
             guard data.count + chunk.readableBytes <= context.maxUploadSize else {
-                throw APIError(.contentTooLarge, code: "body_too_large",
-                               message: "the request body is larger than the \(context.maxUploadSize / 1024) KiB limit")
+                throw APIError.bodyTooLarge(limit: context.maxUploadSize)
             }
             data.append(contentsOf: chunk.readableBytesView)
         }
@@ -33,7 +32,7 @@ enum RequestInput {
     static func environment(in request: Request) throws(LedgerError) -> Ledger.Environment {
         guard let text = request.uri.queryParameters.get("environment") else { return .production }
         guard let environment = Ledger.Environment(rawValue: text) else {
-            throw LedgerError(kind: .badRequest, code: "invalid_field",
+            throw LedgerError(kind: .badRequest, code: .invalidField,
                               message: "Field 'environment' must be \"Production\" or \"Sandbox\", got \"\(text.prefix(64))\".",
                               field: "environment")
         }
@@ -57,7 +56,7 @@ enum RequestInput {
     static func limit(in request: Request, default defaultValue: Int, range: ClosedRange<Int>) throws(LedgerError) -> Int {
         guard let text = request.uri.queryParameters.get("limit") else { return defaultValue }
         guard let value = Int(text), range.contains(value) else {
-            throw LedgerError(kind: .badRequest, code: "invalid_field",
+            throw LedgerError(kind: .badRequest, code: .invalidField,
                               message: "Field 'limit' must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(text.prefix(64))\".",
                               field: "limit")
         }
@@ -71,7 +70,7 @@ enum RequestInput {
         guard let text = request.uri.queryParameters.get(name) else { return nil }
         guard let value = Value(rawValue: text) else {
             let allowed = Value.allCases.map(\.rawValue).joined(separator: ", ")
-            throw LedgerError(kind: .badRequest, code: "invalid_field",
+            throw LedgerError(kind: .badRequest, code: .invalidField,
                               message: "Field '\(name)' must be one of \(allowed), got \"\(text.prefix(64))\".", field: name)
         }
         return value

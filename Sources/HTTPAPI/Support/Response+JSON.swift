@@ -12,7 +12,7 @@ extension Response {
     }
 
     /// A JSON response from already-encoded bytes.
-    static func json(bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
+    public static func json(bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
         Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 

@@ -22,39 +22,6 @@ extension SubledgerConfiguration {
     public var reconcileEnvironments: [Ledger.Environment] {
         appStoreEnvironments == [.sandbox] ? [.sandbox] : [.production]
     }
-
-    /// The base URL of the App Store Server API in `environment`.
-    public func appStoreAPIBaseURL(_ environment: Ledger.Environment) -> String {
-        environment == .production ? appStoreAPIURL : appStoreAPISandboxURL
-    }
-
-    mutating func readAppStoreAPI(_ value: (String) -> String?) throws(ConfigurationError) {
-        appStoreKeyFile = value("SUBLEDGER_APPSTORE_KEY_FILE")
-        appStoreKeyID = value("SUBLEDGER_APPSTORE_KEY_ID")
-        appStoreIssuerID = value("SUBLEDGER_APPSTORE_ISSUER_ID")
-        if let url = value("SUBLEDGER_APPSTORE_API_URL") { appStoreAPIURL = url }
-        if let url = value("SUBLEDGER_APPSTORE_API_SANDBOX_URL") { appStoreAPISandboxURL = url }
-        if let text = value("SUBLEDGER_APPSTORE_RECONCILE_INTERVAL") {
-            do {
-                let interval = try ClockDuration.parse(text)
-                appStoreReconcileInterval = interval == .zero ? nil : interval
-            } catch {
-                throw ConfigurationError(variable: "SUBLEDGER_APPSTORE_RECONCILE_INTERVAL", message: error.description)
-            }
-            if let interval = appStoreReconcileInterval, interval < .seconds(60) {
-                throw ConfigurationError(variable: "SUBLEDGER_APPSTORE_RECONCILE_INTERVAL",
-                                         message: "expected at least PT1M (or P0D to turn reconciliation off), got \(text)")
-            }
-        }
-        // SUBLEDGER_APPSTORE_ENVIRONMENTS is read with the other App Store settings
-        // (it also decides which environment reconciliation asks).
-        if let mode = value("SUBLEDGER_RESTORE_VERIFY") {
-            guard let parsed = RestoreVerification(rawValue: mode) else {
-                throw ConfigurationError(variable: "SUBLEDGER_RESTORE_VERIFY", message: "expected none or api, got \(mode.prefix(64))")
-            }
-            restoreVerification = parsed
-        }
-    }
 }
 
 /// ISO 8601 durations of clock time for intervals (`PT1H`, `PT15M`, `P1D`,

@@ -23,7 +23,7 @@ public struct PreparedDatabase: Sendable {
             prepared = PreparedDatabase(conninfo: cluster.conninfo(), cluster: cluster, startedCluster: started)
         }
         if migrate {
-            let migrations = try Migrator.load(from: try SQLDirectory.locate())
+            let migrations = try Migrator.load(from: try SQLDirectory.locate(configured: configuration.sqlDirectory))
             let applied = try await Migrator(migrations: migrations, logger: logger).migrate(conninfo: prepared.conninfo)
             if !applied.isEmpty { logger.info("migrations applied", metadata: ["migration.versions": "\(applied)"]) }
         }

@@ -1,3 +1,5 @@
+import Ledger
+
 /// A failure that is nobody's input: a service Subledger depends on is away
 /// or not set up. The HTTP layer answers 502 or 503 with its code.
 public struct ServiceError: Error, Sendable, CustomStringConvertible {
@@ -11,12 +13,12 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     }
 
     public var kind: Kind
-    public var code: String
+    public var code: ErrorCode
     public var message: String
     /// When it is worth trying again (`Retry-After`); nil: not said.
     public var retryAfter: Duration?
 
-    public init(_ kind: Kind, code: String, message: String, retryAfter: Duration? = nil) {
+    public init(_ kind: Kind, code: ErrorCode, message: String, retryAfter: Duration? = nil) {
         self.kind = kind
         self.code = code
         self.message = message

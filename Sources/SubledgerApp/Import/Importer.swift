@@ -136,15 +136,6 @@ public struct Importer: Sendable {
         return total
     }
 
-    /// Imports one batch, in file order on one connection.
-    public func importBatch(_ lines: [ImportLine]) async throws -> ImportSummary {
-        let parsed = Self.parse(lines[...])
-        var summary = try await write(parsed.lines)
-        summary.add(parsed.summary)
-        summary.rejected.sort { $0.line < $1.line }
-        return summary
-    }
-
     // MARK: Steps
 
     struct ParsedChunk: Sendable {

@@ -40,7 +40,7 @@ public struct SubscriberReader: Sendable {
     }
 
     static func notFound(_ subscriberID: String) -> LedgerError {
-        LedgerError(kind: .notFound, code: "subscriber_not_found",
+        LedgerError(kind: .notFound, code: .subscriberNotFound,
                     message: "Subscriber '\(subscriberID)' has no recorded facts.", field: "subscriberId")
     }
 

@@ -1,5 +1,6 @@
 import EventStore
 import Foundation
+import JSON
 import Ledger
 
 /// One event of a subscriber's history as served.

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import JSON
 import Ledger
 import Postgres
 
@@ -24,7 +25,8 @@ public enum NotificationStatus: String, Sendable, Encodable, CaseIterable {
     case acknowledged
     /// Waiting for its original transaction to be claimed.
     case pending
-    /// The ledger refused its facts; kept with the reason for support.
+    /// The ledger refused its facts, or (read by reconciliation) it failed
+    /// verification; kept with the reason for support.
     case rejected
 }
 
@@ -36,6 +38,21 @@ struct NotificationRow: Sendable {
     var attribution: NotificationAttribution
     var status: NotificationStatus
     var error: LedgerError?
+}
+
+/// An item of Get Notification History that failed verification, as
+/// stored: `rejected`, with the reason, under an id of its own.
+struct UnverifiedNotificationRow: Sendable {
+    /// Derived from the signed payload, never the uuid it claims: a forgery
+    /// must not take the id of the real notification.
+    var id: String
+    /// What it claims to be, for support; "UNVERIFIED" when it says nothing readable.
+    var claimedType: String
+    var signedDate: Date
+    var environment: Ledger.Environment
+    var error: AppStoreVerificationError
+    var summary: String
+    var signedPayload: String
 }
 
 /// A stored notification as support sees it: what it was, whom it was
@@ -150,9 +167,23 @@ public struct NotificationStore: Sendable {
             VALUES (\(facts.notificationUUID), \(facts.notificationType.rawValue), \(facts.subtype?.rawValue), \(facts.signedDate),
                 \(facts.environment.rawValue), \(facts.transactionID), \(facts.originalTransactionID), \(facts.productID),
                 \(row.subscriberID), \(row.attribution.rawValue), \(row.status.rawValue),
-                \(row.error?.code), \(row.error?.message), \(facts.summary), \(row.signedPayload), \(appliedAt))
+                \(row.error?.code.rawValue), \(row.error?.message), \(facts.summary), \(row.signedPayload), \(appliedAt))
             \(unsafeRaw: ifAbsent ? "ON CONFLICT (notification_uuid) DO NOTHING" : "")
             """)
+    }
+
+    /// Stores an unverified item as `rejected`; false when it was already
+    /// stored (an earlier run read the same item).
+    static func insert(_ row: UnverifiedNotificationRow, on connection: Connection) async throws -> Bool {
+        let rows = try await connection.query("""
+            INSERT INTO appstore_notifications (notification_uuid, notification_type, signed_date, environment, attribution,
+                status, error_code, error_message, summary, signed_payload)
+            VALUES (\(row.id), \(row.claimedType), \(row.signedDate), \(row.environment.rawValue),
+                \(NotificationAttribution.none.rawValue), \(NotificationStatus.rejected.rawValue), \(row.error.code.rawValue),
+                \(row.error.field + ": " + row.error.message), \(row.summary), \(row.signedPayload))
+            ON CONFLICT (notification_uuid) DO NOTHING
+            """)
+        return rows.affectedRows == 1
     }
 
     /// Marks a pending notification settled. Returns false when it was no
@@ -164,7 +195,7 @@ public struct NotificationStore: Sendable {
             UPDATE appstore_notifications
             SET status = \(status.rawValue), subscriber_id = COALESCE(\(subscriberID)::text, subscriber_id),
                 attribution = COALESCE(\(subscriberID.map { _ in NotificationAttribution.transactionOwner.rawValue })::text, attribution),
-                error_code = \(error?.code), error_message = \(error?.message), applied_at = \(appliedAt)
+                error_code = \(error?.code.rawValue), error_message = \(error?.message), applied_at = \(appliedAt)
             WHERE notification_uuid = \(uuid) AND status = 'pending'
             """)
         return rows.affectedRows == 1

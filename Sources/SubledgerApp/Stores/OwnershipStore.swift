@@ -38,8 +38,19 @@ struct OwnershipStore: Sendable {
         var recordedBy: [String]
     }
 
-    /// Finds a transaction by transaction id or original transaction id.
+    /// Finds a transaction by transaction id or original transaction id,
+    /// Production's first, then Sandbox's (ownership is per environment).
     func locate(transactionOrOriginalID id: String) async throws -> Located? {
+        for environment in Environment.allCases {
+            if var located = try await locate(key: environment.ownershipKey(id)) {
+                located.originalTransactionID = Environment.parseOwnershipKey(located.originalTransactionID).transactionID
+                return located
+            }
+        }
+        return nil
+    }
+
+    private func locate(key id: String) async throws -> Located? {
         let rows = try await pool.query("""
             SELECT t.transaction_id, t.original_transaction_id, t.subscriber_id, o.subscriber_id
             FROM transaction_ids t LEFT JOIN transaction_owners o ON o.original_transaction_id = t.original_transaction_id
@@ -60,7 +71,8 @@ struct OwnershipStore: Sendable {
                        recordedBy: try others.map { try $0.decode(String.self, at: 0) })
     }
 
-    /// The original transactions `subscriberID` holds now.
+    /// The original transactions `subscriberID` holds now, as ownership
+    /// keys (`Environment.ownershipKey`).
     func originals(ownedBy subscriberID: String) async throws -> [String] {
         let rows = try await pool.query("""
             SELECT original_transaction_id FROM transaction_owners WHERE subscriber_id = \(subscriberID) ORDER BY original_transaction_id
@@ -135,18 +147,18 @@ struct OwnershipStore: Sendable {
     /// Raised by `transfer_ownership` when the previous owner no longer holds it.
     static let ownershipChanged = SQLState("SL410")
 
-    /// The transaction rows that events recorded for `subscriberID` imply.
+    /// The transaction rows that events recorded for `subscriberID` imply,
+    /// under their environment's ownership keys (`Environment.ownershipKey`).
     static func transactionRows(for events: [LedgerEvent], subscriberID: String) -> [TransactionRow] {
-        events.compactMap { event -> TransactionRow? in
+        func row(_ fact: TransactionFact) -> TransactionRow {
+            TransactionRow(transactionID: fact.environment.ownershipKey(fact.transactionID),
+                           originalTransactionID: fact.environment.ownershipKey(fact.originalTransactionID), subscriberID: subscriberID)
+        }
+        return events.compactMap { event -> TransactionRow? in
             switch event {
-            case .purchased(let fact), .renewed(let fact), .restored(let fact):
-                TransactionRow(transactionID: fact.transactionID, originalTransactionID: fact.originalTransactionID, subscriberID: subscriberID)
-            case .transferredIn(let transfer):
-                transfer.transaction.map {
-                    TransactionRow(transactionID: $0.transactionID, originalTransactionID: $0.originalTransactionID, subscriberID: subscriberID)
-                }
-            default:
-                nil
+            case .purchased(let fact), .renewed(let fact), .restored(let fact): row(fact)
+            case .transferredIn(let transfer): transfer.transaction.map(row)
+            default: nil
             }
         }
     }

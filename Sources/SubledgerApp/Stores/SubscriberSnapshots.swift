@@ -96,13 +96,12 @@ enum SubscriberSnapshots {
         // last ANALYZE got a sequential scan of every event on every write.
         // The snapshot is sent once, on a subscriber's first row: the one
         // without events after it, or the event right after it (a stream's
-        // versions have no gaps). A window function numbering the rows did
-        // the same at a cost: starting this plan is a large part of running
-        // it (starting plans, mostly this one's, was a quarter of
-        // PostgreSQL's CPU in a profile of the bench's reads). Without the
-        // window and the sort of the DISTINCT, three alternating runs of the
-        // statement (pgbench, two clients, three subscribers a run) averaged
-        // 30.7k runs/s instead of 26.4k.
+        // versions have no gaps). No window function and no DISTINCT:
+        // starting this plan is a large part of running it (starting plans,
+        // mostly this one's, was a quarter of PostgreSQL's CPU in a profile
+        // of the bench's reads), and without them the statement runs about a
+        // sixth faster (pgbench, two clients, three subscribers a run: 30.7k
+        // runs/s against 26.4k).
         return """
             WITH ids AS (SELECT jsonb_array_elements_text(\(JSONArgument.strings(distinct))::jsonb) AS subscriber_id),
                  wanted AS (SELECT ids.subscriber_id, coalesce((\(known)::jsonb ->> ids.subscriber_id)::bigint, 0) AS known FROM ids)

@@ -256,7 +256,7 @@ public struct LedgerWriter: Sendable {
 extension LedgerError {
     /// A fact whose values the database cannot store.
     static func databaseRefused(_ error: PostgresError) -> LedgerError {
-        LedgerError(kind: .badRequest, code: "invalid_field",
+        LedgerError(kind: .badRequest, code: .invalidField,
                     message: "The database cannot store a value of this fact (SQLSTATE \(error.sqlState?.rawValue ?? "?")): \(error.message)")
     }
 }

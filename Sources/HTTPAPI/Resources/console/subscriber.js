@@ -77,6 +77,7 @@ export async function renderSubscriber(main, params, { focusHeading }) {
       renderTimeline(timelineModel({ state: current, events, reminders: reminderRows, at: current.at, now }))),
     subscriptionsCard(current),
     current.purchases && current.purchases.length ? purchasesCard(current) : null,
+    current.storeTransactions && current.storeTransactions.length ? storeCard(current) : null,
     h('div', { class: 'columns' }, devicesCard(current), remindersCard(reminderRows, reminders)),
     notificationsCard(notifications),
     historyCard(history));
@@ -177,6 +178,29 @@ function purchasesCard(state) {
     { label: 'Quantity', cell: (row) => String(row.quantity) },
     { label: 'Revoked', cell: (row) => time(row.revokedAt) },
   ], state.purchases, { caption: 'One-time purchases' }));
+}
+
+const offerNames = { 1: 'introductory', 2: 'promotional', 3: 'offer code', 4: 'win-back' };
+const refundReasons = { 0: 'another reason', 1: 'an issue with the app' };
+
+// What the App Store said about the transactions shown: family sharing,
+// offers, upgrades and refunds (their type, share and reason).
+function storeCard(state) {
+  const refund = (row) => {
+    if (!row.revocationType && row.revocationReason === undefined) return '—';
+    const parts = [row.revocationType || 'refunded'];
+    if (row.revocationPercentage !== undefined) parts.push(`${row.revocationPercentage / 10}%`);
+    if (row.revocationReason !== undefined) parts.push(refundReasons[row.revocationReason] || `reason ${row.revocationReason}`);
+    return parts.join(' · ');
+  };
+  return section('What the App Store says', { id: 'store-transactions' }, table([
+    { label: 'Transaction', cell: (row) => h('span', { class: 'mono' }, row.transactionId) },
+    { label: 'Product', cell: (row) => row.productId },
+    { label: 'Ownership', cell: (row) => (row.ownershipType === 'FAMILY_SHARED' ? 'Family Sharing' : (row.ownershipType ? 'purchased' : '—')) },
+    { label: 'Offer', cell: (row) => (row.offerType === undefined ? '—' : offerNames[row.offerType] || `type ${row.offerType}`) },
+    { label: 'Upgraded', cell: (row) => (row.isUpgraded ? 'yes' : '—') },
+    { label: 'Refund', cell: refund },
+  ], state.storeTransactions, { caption: 'What the App Store says about these transactions' }));
 }
 
 function devicesCard(state) {

@@ -1,3 +1,4 @@
+import HTTPAPI
 import Hummingbird
 import Postgres
 import SubledgerApp
@@ -16,12 +17,12 @@ import SubledgerApp
 ///
 /// The table is the bench's own (`bench_baseline`); both take a key that
 /// may write.
-public func addFloorRoutes(to router: Router<AppRequestContext>, pool: ConnectionPool, keys: APIKeys) {
+func addFloorRoutes(to router: Router<AppRequestContext>, pool: ConnectionPool, keys: APIKeys) {
     let routes = router.group("floor").add(middleware: AuthMiddleware(keys: keys, access: .write))
     routes.get("select/:id") { _, context -> Response in
         let id = try context.parameters.require("id", as: Int64.self)
         let rows = try await pool.query("SELECT data::text FROM bench_baseline WHERE id = \(id)")
-        guard let row = rows.first else { throw APIError(.notFound, code: "not_found", message: "no row \(id)") }
+        guard let row = rows.first else { throw APIError(.notFound, code: .notFound, message: "no row \(id)") }
         return .json(bytes: Array(try row.decode(String.self, at: 0).utf8))
     }
     routes.post("insert") { request, _ -> Response in

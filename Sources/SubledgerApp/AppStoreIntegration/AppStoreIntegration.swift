@@ -6,7 +6,8 @@ import Logging
 /// The App Store's side of the application: notifications (when configured)
 /// and receipts, the claim observer that lets pending notifications follow
 /// their original transaction, and what calls the App Store Server API
-/// (reconciliation, verified restores, refresh, order lookup; see `AppStoreAPI/`).
+/// (reconciliation, verified restores, refresh, order lookup: `AppStoreAPIClient`
+/// and the types beside it in this folder).
 public struct AppStoreIntegration: Sendable {
     public let notifications: NotificationService?
     /// Why notifications are off (`SUBLEDGER_APPSTORE_ROOT_CERTS` or
@@ -23,6 +24,9 @@ public struct AppStoreIntegration: Sendable {
     let reader: SubscriberReader
     let restoreVerification: RestoreVerification
     let reconcileEnvironments: [Ledger.Environment]
+    /// Where an order id is looked up when the caller names no environment:
+    /// the accepted ones (`SUBLEDGER_APPSTORE_ENVIRONMENTS`), Production first.
+    let orderEnvironments: [Ledger.Environment]
     let logger: Logger
 
     public init(_ dependencies: AppDependencies) {
@@ -51,6 +55,7 @@ public struct AppStoreIntegration: Sendable {
         self.reader = SubscriberReader(dependencies)
         self.restoreVerification = configuration.restoreVerification
         self.reconcileEnvironments = configuration.reconcileEnvironments
+        self.orderEnvironments = [.production, .sandbox].filter { configuration.appStoreEnvironments.contains($0) }
         self.logger = dependencies.logger
         (self.api, self.apiUnavailable) = Self.makeAPIClient(dependencies, verifier: verifier, unavailable: unavailable)
     }

@@ -51,17 +51,17 @@ public struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
     }
 
     /// Stable code for the JSON error body and metrics.
-    public var code: String {
+    public var code: ErrorCode {
         switch kind {
-        case .notConfigured: "appstore_api_not_configured"
-        case .unauthorized: "appstore_api_unauthorized"
-        case .rateLimited: "appstore_api_rate_limited"
-        case .unavailable: "appstore_api_unavailable"
-        case .unreachable: "appstore_api_unreachable"
-        case .notFound: "appstore_api_not_found"
-        case .rejected: "appstore_api_rejected"
-        case .invalidAnswer: "appstore_api_invalid_answer"
-        case .unverifiedAnswer: "appstore_api_unverified_answer"
+        case .notConfigured: .appStoreAPINotConfigured
+        case .unauthorized: .appStoreAPIUnauthorized
+        case .rateLimited: .appStoreAPIRateLimited
+        case .unavailable: .appStoreAPIUnavailable
+        case .unreachable: .appStoreAPIUnreachable
+        case .notFound: .appStoreAPINotFound
+        case .rejected: .appStoreAPIRejected
+        case .invalidAnswer: .appStoreAPIInvalidAnswer
+        case .unverifiedAnswer: .appStoreAPIUnverifiedAnswer
         }
     }
 

@@ -1,5 +1,7 @@
 import AppStore
+import Crypto
 import Foundation
+import JSON
 import Ledger
 import Logging
 import Metrics
@@ -11,9 +13,12 @@ import Postgres
 /// `POST /v1/appstore/notifications` (`NotificationService.receive`), which
 /// dedupes by `notificationUUID`: one already received changes nothing.
 ///
-/// Each page is verified whole before any of it is stored; a page that
-/// fails (a forged or broken answer, Apple away) ends the run without moving
-/// the checkpoint, so the next run asks for the same window again.
+/// A page that cannot be had (Apple away, an answer that is not Apple's
+/// JSON) ends the run without moving the checkpoint, so the next run asks for
+/// the same window again. One item that fails verification does not: it is
+/// stored `rejected` with its reason, counted, and skipped, and the run goes
+/// on; otherwise one bad item would hold the checkpoint, and every
+/// notification after it, for ever.
 public struct NotificationReconciler: Sendable {
     let client: AppStoreAPIClient
     let notifications: NotificationService
@@ -40,8 +45,9 @@ public struct NotificationReconciler: Sendable {
         public var pages = 0
         public var notifications = 0
         public var recovered = 0
+        public var rejected = 0
         public var description: String {
-            "\(environment.rawValue): \(pages) pages, \(notifications) notifications, \(recovered) recovered"
+            "\(environment.rawValue): \(pages) pages, \(notifications) notifications, \(recovered) recovered, \(rejected) rejected"
         }
     }
 
@@ -54,11 +60,13 @@ public struct NotificationReconciler: Sendable {
         public var notifications: Int
         /// Stored by this run: they had never arrived by POST.
         public var recovered: Int
+        /// Items that failed verification, stored `rejected` (once) and skipped.
+        public var rejected: Int
         /// The checkpoint after the run.
         public var reconciledUntil: Date
         public var description: String {
             "\(environment.rawValue) \(RFC3339.format(windowStart)) … \(RFC3339.format(windowEnd)): \(pages) pages, "
-                + "\(notifications) notifications, \(recovered) recovered; reconciled until \(RFC3339.format(reconciledUntil))"
+                + "\(notifications) notifications, \(recovered) recovered, \(rejected) rejected; reconciled until \(RFC3339.format(reconciledUntil))"
         }
     }
 
@@ -94,6 +102,10 @@ public struct NotificationReconciler: Sendable {
                         ])
                     }
                 }
+                for item in page.unverified {
+                    state.rejected += 1
+                    try await reject(item, environment: environment)
+                }
                 progress?(state)
                 token = page.hasMore ? page.paginationToken : nil
                 try Self.checkPaging(token, seen: &tokensSeen, pages: state.pages, limit: client.settings.maximumHistoryPages)
@@ -109,13 +121,42 @@ public struct NotificationReconciler: Sendable {
         Self.windowStart(environment).record(start.timeIntervalSince1970)
         Self.windowEnd(environment).record(end.timeIntervalSince1970)
         let report = Report(environment: environment, windowStart: start, windowEnd: end, pages: state.pages,
-                            notifications: state.notifications, recovered: state.recovered, reconciledUntil: reconciledUntil)
+                            notifications: state.notifications, recovered: state.recovered, rejected: state.rejected,
+                            reconciledUntil: reconciledUntil)
         logger.info("app store reconciliation done", metadata: [
             "appstore.environment": "\(environment.rawValue)", "appstore.reconcile.window_start": "\(RFC3339.format(start))",
             "appstore.reconcile.window_end": "\(RFC3339.format(end))", "appstore.reconcile.pages": "\(state.pages)",
             "appstore.reconcile.notifications": "\(state.notifications)", "appstore.reconcile.recovered": "\(state.recovered)",
+            "appstore.reconcile.rejected": "\(state.rejected)",
         ])
         return report
+    }
+
+    /// Stores an item that failed verification as `rejected`, once, under an
+    /// id derived from its bytes; what it claims (type, uuid, date) is only
+    /// described, as it cannot be trusted.
+    private func reject(_ item: AppStoreAPIClient.UnverifiedNotification, environment: Ledger.Environment) async throws {
+        let claimed = AppStoreVerifier.unverifiedNotification(item.signedPayload)
+        let claimedType = claimed.flatMap { try? InputLimits.identifier($0.notificationType.rawValue, field: "notificationType") }
+        let claimedUUID = claimed.flatMap { try? InputLimits.identifier($0.notificationUUID, field: "notificationUUID") }
+        let signedDate = claimed.flatMap { try? InputLimits.instant($0.signedDate, field: "signedDate") } ?? now()
+        let row = UnverifiedNotificationRow(
+            id: Self.unverifiedID(item.signedPayload), claimedType: claimedType ?? "UNVERIFIED", signedDate: signedDate,
+            environment: environment, error: item.error,
+            summary: "failed verification in Get Notification History" + (claimedUUID.map { "; claims notificationUUID \($0)" } ?? ""),
+            signedPayload: item.signedPayload)
+        let stored = try await pool.withConnection { try await NotificationStore.insert(row, on: $0) }
+        if stored { Self.rejected(environment).increment() }
+        logger.error("app store notification of the history failed verification; stored as rejected and skipped", metadata: [
+            "appstore.notification.id": "\(row.id)", "appstore.environment": "\(environment.rawValue)",
+            "error.code": "\(item.error.code)", "error.field": "\(item.error.field)", "appstore.reconcile.first_seen": "\(stored)",
+        ])
+    }
+
+    /// A stable id for an item that cannot be trusted: the same bytes read
+    /// again (the overlap, a rerun) find the row already stored.
+    static func unverifiedID(_ signedPayload: String) -> String {
+        "unverified:" + SHA256.hash(data: Data(signedPayload.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
     /// The stored checkpoint of `environment`, for status displays.
@@ -128,6 +169,12 @@ public struct NotificationReconciler: Sendable {
     /// `subledger_appstore_reconcile_recovered_total{environment}`: notifications only reconciliation brought in.
     static func recovered(_ environment: Ledger.Environment) -> Counter {
         Counter(label: "subledger_appstore_reconcile_recovered_total", dimensions: [("environment", environment.rawValue)])
+    }
+
+    /// `subledger_appstore_reconcile_rejected_total{environment}`: items of
+    /// the history that failed verification, each counted once, when stored.
+    static func rejected(_ environment: Ledger.Environment) -> Counter {
+        Counter(label: "subledger_appstore_reconcile_rejected_total", dimensions: [("environment", environment.rawValue)])
     }
 
     /// `subledger_appstore_reconcile_runs_total{environment, outcome}`.

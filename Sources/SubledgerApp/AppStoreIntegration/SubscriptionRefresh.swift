@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import JSON
 import Ledger
 import Metrics
 
@@ -54,7 +55,7 @@ extension AppStoreIntegration {
             case .transferredIn(let transfer): transfer.transaction
             default: nil
             }
-            guard let fact, owned.contains(fact.originalTransactionID),
+            guard let fact, owned.contains(fact.environment.ownershipKey(fact.originalTransactionID)),
                   (fact.productType ?? writer.catalog.product(id: fact.productID)?.type) == .autoRenewable else { continue }
             environments[fact.originalTransactionID] = fact.environment
         }
@@ -72,11 +73,12 @@ extension AppStoreIntegration {
                 unknown.append(original)
                 continue
             }
-            let owners = try await ownership.owners(of: Set(statuses.map(\.originalTransactionID)))
+            let environment = environments[original]!
+            let owners = try await ownership.owners(of: Set(statuses.map { environment.ownershipKey($0.originalTransactionID) }))
             for status in statuses where answered.insert(status.originalTransactionID).inserted {
                 let token = status.transaction.appAccountToken?.trimmingCharacters(in: .whitespaces).lowercased()
-                let isOurs = owners[status.originalTransactionID] == subscriberID
-                    || (owners[status.originalTransactionID] == nil && token == subscriberID.lowercased())
+                let owner = owners[environment.ownershipKey(status.originalTransactionID)]
+                let isOurs = owner == subscriberID || (owner == nil && token == subscriberID.lowercased())
                 guard isOurs else { continue }
                 commands += Self.facts(for: status, ledger: ledger, state: state).map {
                     WriteCommand.fact($0, subscriberID: subscriberID, source: FactSource.appStore)
@@ -93,7 +95,7 @@ extension AppStoreIntegration {
                 case .recorded: report.recorded.append(Self.describe(fact))
                 case .duplicate: report.duplicates += 1
                 case .rejected(let error):
-                    report.rejected.append(.init(fact: Self.describe(fact), code: error.code, message: error.message))
+                    report.rejected.append(.init(fact: Self.describe(fact), code: error.code.rawValue, message: error.message))
                 }
             }
         }
@@ -115,7 +117,7 @@ extension AppStoreIntegration {
         let autoRenew = status.renewal?.autoRenew
         let quantity = transaction.quantity.flatMap { $0 >= 1 ? $0 : nil } ?? 1
         var facts: [FactRequest] = []
-        if transaction.transactionID == original || !ledger.knows(originalTransactionID: original) {
+        if transaction.transactionID == original || !ledger.knows(originalTransactionID: original, environment: environment) {
             facts.append(.purchase(.init(transactionID: transaction.transactionID, originalTransactionID: original,
                                          productID: transaction.productID, purchaseDate: transaction.purchaseDate,
                                          expiresDate: transaction.expiresDate, autoRenew: autoRenew, quantity: quantity,
@@ -125,9 +127,13 @@ extension AppStoreIntegration {
                                         productID: transaction.productID, purchaseDate: transaction.purchaseDate,
                                         expiresDate: expiresDate, autoRenew: autoRenew, quantity: quantity, environment: environment)))
         }
-        if let revocationDate = transaction.revocationDate {
+        // An upgraded-from transaction is cancelled by the upgrade, not refunded.
+        if let revocationDate = transaction.revocationDate, transaction.isUpgraded != true {
             facts.append(.refund(.init(transactionID: transaction.transactionID, originalTransactionID: original,
-                                       revocationDate: revocationDate, reason: "revoked (App Store status)", environment: environment)))
+                                       revocationDate: revocationDate, reason: "revoked (App Store status)", environment: environment,
+                                       details: AppleRevocationDetails(revocationReason: transaction.revocationReason,
+                                                                       revocationType: transaction.revocationType,
+                                                                       revocationPercentage: transaction.revocationPercentage))))
         }
         let subscription = state.subscriptions.first { $0.originalTransactionID == original }
         if let subscription, ledger.knows(transactionID: transaction.transactionID), let renewal = status.renewal {

@@ -74,28 +74,34 @@ public struct NotificationService: Sendable {
         // row, missing it in its sweep; and an applied notification may have
         // claimed the original others were waiting for. Sweep either way.
         if row.status == .pending || row.status == .applied, let original = facts.originalTransactionID {
-            await applyPending(originalTransactionIDs: [original])
+            await applyPending(originalTransactionIDs: [facts.environment.ownershipKey(original)])
         }
         return Receipt(notificationUUID: facts.notificationUUID, status: row.status, duplicate: false, subscriberID: row.subscriberID)
     }
 
-    /// The subscriber per PRODUCT.md: the `appAccountToken`, else the owner of
-    /// the original transaction, else nobody yet.
+    /// The subscriber a notification is about: whoever owns its original
+    /// transaction in its environment now (docs/appstore.md, "Who the
+    /// notification is about") (after restores moved it, a
+    /// refund still carries the buyer's `appAccountToken`); for an original
+    /// nobody owns yet, the `appAccountToken`; else nobody yet.
     func attribute(_ facts: NotificationFacts) async throws -> (String?, NotificationAttribution) {
+        if let original = facts.originalTransactionID,
+           let owner = try await owner(of: original, transactionID: facts.transactionID, environment: facts.environment) {
+            return (owner, .transactionOwner)
+        }
         if let hint = facts.subscriberHint, let subscriberID = try? InputLimits.validateSubscriberID(hint) {
             return (subscriberID, .appAccountToken)
         }
-        guard let original = facts.originalTransactionID else { return (nil, .none) }
-        if let owner = try await owner(of: original, transactionID: facts.transactionID) {
-            return (owner, .transactionOwner)
-        }
-        return (nil, .unattributed)
+        return (nil, facts.originalTransactionID == nil ? .none : .unattributed)
     }
 
-    func owner(of original: String, transactionID: String?) async throws -> String? {
-        let ids = Set([original, transactionID].compactMap { $0 })
+    /// The owner of an original transaction of `environment` (ownership is
+    /// per environment: a Sandbox notification never finds a Production owner).
+    func owner(of original: String, transactionID: String?, environment: Ledger.Environment) async throws -> String? {
+        let key = environment.ownershipKey(original)
+        let ids = Set([original, transactionID].compactMap { $0.map(environment.ownershipKey) })
         let owners = try await OwnershipStore(pool: pool).owners(of: ids)
-        return owners[original] ?? owners.values.first
+        return owners[key] ?? owners.values.first
     }
 
     /// Records the notification's facts for `subscriberID` in one batch, its
@@ -114,17 +120,19 @@ public struct NotificationService: Sendable {
             }))
         } catch let error as LedgerError {
             row.error = error
-            row.status = error.code == "transaction_not_found" ? .pending : .rejected
+            row.status = error.code == .transactionNotFound ? .pending : .rejected
             try await pool.withConnection { try await NotificationStore.insert(row, ifAbsent: true, on: $0) }
         }
         return row
     }
 
     /// Applies the pending notifications about these original transactions
-    /// to whoever holds them now. Called after a purchase or restore claims
-    /// an original, and after each notification. Failures are logged: the
-    /// rows stay pending for the next sweep.
-    public func applyPending(originalTransactionIDs: [String]) async {
+    /// (ownership keys, as claims name them) to whoever holds them now.
+    /// Called after a purchase or restore claims an original, and after each
+    /// notification. Failures are logged: the rows stay pending for the next
+    /// sweep.
+    public func applyPending(originalTransactionIDs keys: [String]) async {
+        let originalTransactionIDs = Array(Set(keys.map { Ledger.Environment.parseOwnershipKey($0).transactionID }))
         do {
             let pending = try await pool.withConnection {
                 try await NotificationStore.pending(originalTransactionIDs: originalTransactionIDs, on: $0)
@@ -151,7 +159,8 @@ public struct NotificationService: Sendable {
             return
         }
         guard let original = facts.originalTransactionID,
-              let owner = try await owner(of: original, transactionID: facts.transactionID) else { return }
+              let owner = try await owner(of: original, transactionID: facts.transactionID, environment: facts.environment)
+        else { return }
         var status = NotificationStatus.applied
         var refusal: LedgerError?
         let commands = facts.facts.map { WriteCommand.fact($0, subscriberID: owner, source: FactSource.appStore) }
@@ -164,7 +173,7 @@ public struct NotificationService: Sendable {
             return
         } catch let error as LedgerError {
             // Still not recorded for the owner (e.g. a refund of a renewal it never sent): leave it pending.
-            if error.code == "transaction_not_found" { return }
+            if error.code == .transactionNotFound { return }
             status = .rejected
             refusal = error
             _ = try await pool.withConnection {
@@ -189,7 +198,8 @@ public struct NotificationService: Sendable {
     static let knownTypes: Set<NotificationType> = [
         .subscribed, .didRenew, .didChangeRenewalStatus, .didChangeRenewalPreference, .didFailToRenew, .gracePeriodExpired,
         .expired, .refund, .refundDeclined, .refundReversed, .revoke, .renewalExtended, .renewalExtension, .offerRedeemed,
-        .priceIncrease, .oneTimeCharge, .consumptionRequest, .test,
+        .priceIncrease, .oneTimeCharge, .consumptionRequest, .test, .externalPurchaseToken, .rescindConsent, .metadataUpdate,
+        .migration, .priceChange,
     ]
 
     /// `subledger_appstore_notifications_total{type, outcome}`.

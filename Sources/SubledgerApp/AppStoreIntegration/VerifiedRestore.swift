@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import JSON
 import Ledger
 import Metrics
 
@@ -15,7 +16,7 @@ extension AppStoreIntegration {
         let fields = try FieldReader(body: body)
         if let signed = try fields.array("signedTransactions") {
             guard try fields.array("transactions") == nil else {
-                throw LedgerError(kind: .badRequest, code: "invalid_field",
+                throw LedgerError(kind: .badRequest, code: .invalidField,
                                   message: "Send either 'transactions' or 'signedTransactions', not both.", field: "signedTransactions")
             }
             let request = try await verifiedRestore(signed, deviceID: try fields.identifier("deviceId"))
@@ -33,7 +34,7 @@ extension AppStoreIntegration {
     /// and nothing is stored. Revoked transactions are left out.
     func verifiedRestore(_ items: [JSONValue], deviceID: String?) async throws -> RestoreRequest {
         guard let verifier = notifications?.verifier else {
-            throw ServiceError(.notConfigured, code: "appstore_not_configured", message: unavailable)
+            throw ServiceError(.notConfigured, code: .appStoreNotConfigured, message: unavailable)
         }
         guard !items.isEmpty, items.count <= InputLimits.maximumRestoredTransactions else {
             throw LedgerError.invalidField("signedTransactions", expected: "1 to \(InputLimits.maximumRestoredTransactions) JWS strings",
@@ -86,14 +87,14 @@ extension AppStoreIntegration {
             }
             guard let apple = known[transaction.transactionID] else {
                 Self.countRestore("not_verified")
-                throw LedgerError(kind: .rule, code: "restore_not_verified",
+                throw LedgerError(kind: .rule, code: .restoreNotVerified,
                                   message: "The App Store lists no transaction '\(transaction.transactionID)' of this app in \(transaction.environment.rawValue) (SUBLEDGER_RESTORE_VERIFY=api); nothing was restored.",
                                   field: field + ".transactionId")
             }
             let original = apple.originalTransactionID ?? apple.transactionID
             guard original == transaction.originalTransactionID, apple.productID == transaction.productID else {
                 Self.countRestore("not_verified")
-                throw LedgerError(kind: .rule, code: "restore_not_verified",
+                throw LedgerError(kind: .rule, code: .restoreNotVerified,
                                   message: "The App Store records transaction '\(apple.transactionID)' as product '\(apple.productID)' of original transaction '\(original)', not what the restore says; nothing was restored.",
                                   field: field)
             }
@@ -129,7 +130,9 @@ extension AppStoreIntegration {
         RestoreRequest.Transaction(
             transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID ?? transaction.transactionID,
             productID: transaction.productID, purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate,
-            environment: AppStoreAPIClient.ledgerEnvironment(transaction.environment))
+            environment: AppStoreAPIClient.ledgerEnvironment(transaction.environment),
+            details: AppleTransactionDetails(ownershipType: transaction.inAppOwnershipType, offerType: transaction.offerType,
+                                             webOrderLineItemID: transaction.webOrderLineItemID, isUpgraded: transaction.isUpgraded))
     }
 
     /// `subledger_appstore_restores_total{outcome}`: verified restores.

@@ -1,7 +1,7 @@
 /// The escapes of a JSON string (RFC 8259, section 7), read the same way by
 /// both hand-written parsers: of stored payloads (`StoredPayloadParser`)
 /// and of request bodies (`JSONValue.parse`).
-enum JSONStringEscape {
+package enum JSONStringEscape {
     /// Appends to `text` the UTF-8 of the escape whose backslash was just
     /// read (`position` is the byte after it), and returns the position
     /// after the escape; nil when it is not one: an unknown letter, fewer
@@ -34,6 +34,13 @@ enum JSONStringEscape {
             return nil
         }
         return position + 1
+    }
+
+    /// `unescape` of a buffer, compiled here for it: called from another
+    /// module, the generic one would run unspecialised (every stored
+    /// payload with an escape is read through this).
+    package static func unescape(utf8 bytes: UnsafeBufferPointer<UInt8>, at position: Int, into text: inout [UInt8]) -> Int? {
+        unescape(bytes, at: position, into: &text)
     }
 
     private static func hexQuad<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, at start: Int) -> UInt32?

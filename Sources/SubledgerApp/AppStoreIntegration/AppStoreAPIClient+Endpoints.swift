@@ -4,7 +4,9 @@ import Ledger
 
 /// The endpoints Subledger calls, their answers decoded and every signed
 /// part verified. A part that fails verification fails the whole answer
-/// (`unverifiedAnswer`): nothing of a forged answer is ever used.
+/// (`unverifiedAnswer`): nothing of a forged answer is ever used. Get
+/// Notification History is the exception: its items are notifications of
+/// their own, and one that fails is handed back apart, with its reason.
 extension AppStoreAPIClient {
     /// A notification of Get Notification History, verified, with the JWS as Apple signed it.
     public struct HistoricNotification: Sendable {
@@ -12,8 +14,18 @@ extension AppStoreAPIClient {
         public var signedPayload: String
     }
 
+    /// An item of Get Notification History that failed verification: never
+    /// applied, kept with the reason so the rest of the history still counts.
+    public struct UnverifiedNotification: Sendable {
+        public var signedPayload: String
+        /// Why; `field` names the item (`notificationHistory[3].signedPayload`).
+        public var error: AppStoreVerificationError
+    }
+
     public struct NotificationHistoryPage: Sendable {
         public var notifications: [HistoricNotification]
+        /// The page's items that failed verification.
+        public var unverified: [UnverifiedNotification]
         /// Give it back for the next page while `hasMore`.
         public var paginationToken: String?
         public var hasMore: Bool
@@ -38,17 +50,24 @@ extension AppStoreAPIClient {
             endpoint: .notificationHistory, environment: environment, method: .POST, path: "/inApps/v1/notifications/history",
             query: paginationToken.map { [("paginationToken", $0)] } ?? [], body: body))
         var notifications: [HistoricNotification] = []
+        var unverified: [UnverifiedNotification] = []
         for (index, item) in (answer.notificationHistory ?? []).enumerated() {
-            let verified = try await verified(.notificationHistory, field: "notificationHistory[\(index)]", nested: true) {
-                try await verifier.verifyNotification(signedPayload: item.signedPayload)
+            do {
+                let verified = try await verified(.notificationHistory, field: "notificationHistory[\(index)]", nested: true) {
+                    try await verifier.verifyNotification(signedPayload: item.signedPayload)
+                }
+                notifications.append(HistoricNotification(notification: verified, signedPayload: item.signedPayload))
+            } catch let error as AppStoreAPIError {
+                guard case .unverifiedAnswer(let cause) = error.kind else { throw error }
+                unverified.append(UnverifiedNotification(signedPayload: item.signedPayload, error: cause))
             }
-            notifications.append(HistoricNotification(notification: verified, signedPayload: item.signedPayload))
         }
         let hasMore = answer.hasMore ?? false
         if hasMore && answer.paginationToken == nil {
             throw AppStoreAPIError(.invalidAnswer, endpoint: .notificationHistory, message: "hasMore without a paginationToken")
         }
-        return NotificationHistoryPage(notifications: notifications, paginationToken: answer.paginationToken, hasMore: hasMore)
+        return NotificationHistoryPage(notifications: notifications, unverified: unverified, paginationToken: answer.paginationToken,
+                                       hasMore: hasMore)
     }
 
     public struct TransactionHistoryPage: Sendable {

@@ -1,6 +1,7 @@
 import AppStore
 import AsyncHTTPClient
 import Foundation
+import JSON
 import Ledger
 import Logging
 import Metrics

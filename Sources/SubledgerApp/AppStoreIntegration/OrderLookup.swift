@@ -45,16 +45,33 @@ public struct OrderReport: Sendable, Encodable {
 }
 
 extension AppStoreIntegration {
-    /// Look Up Order ID, then the owners in the ledger. 404 `order_not_found`
-    /// when Apple says the order id is not valid.
-    public func lookUpOrder(_ orderID: String, environment: Ledger.Environment = .production) async throws -> OrderReport {
+    /// Look Up Order ID, then the owners in the ledger. Without
+    /// `environment`, the environments this deployment accepts are asked in
+    /// turn, Production first, and the first that knows the order answers.
+    /// 404 `order_not_found` when none does.
+    public func lookUpOrder(_ orderID: String, environment: Ledger.Environment? = nil) async throws -> OrderReport {
         let orderID = try InputLimits.identifier(orderID, field: "orderId")
         let api = try requireAPI()
-        guard let transactions = try await api.lookUpOrder(orderID: orderID, environment: environment) else {
-            throw LedgerError(kind: .notFound, code: "order_not_found",
-                              message: "The App Store knows no order '\(orderID)' of this app in \(environment.rawValue).", field: "orderId")
+        let candidates = environment.map { [$0] } ?? orderEnvironments
+        var found: (environment: Ledger.Environment, transactions: [TransactionInfo])?
+        for candidate in candidates where found == nil {
+            do {
+                if let transactions = try await api.lookUpOrder(orderID: orderID, environment: candidate) {
+                    found = (candidate, transactions)
+                }
+            } catch let error as AppStoreAPIError where error.kind == .notFound {
+                continue
+            }
         }
-        let ids = Set(transactions.flatMap { [$0.transactionID, $0.originalTransactionID ?? $0.transactionID] })
+        guard let (environment, transactions) = found else {
+            let asked = candidates.map(\.rawValue).joined(separator: " or ")
+            throw LedgerError(kind: .notFound, code: .orderNotFound,
+                              message: "The App Store knows no order '\(orderID)' of this app in \(asked).", field: "orderId")
+        }
+        // Owned per environment: the order's environment's keys.
+        let ids = Set(transactions.flatMap {
+            [environment.ownershipKey($0.transactionID), environment.ownershipKey($0.originalTransactionID ?? $0.transactionID)]
+        })
         let owners = try await OwnershipStore(pool: writer.pool).owners(of: ids)
         return OrderReport(orderID: orderID, environment: environment, transactions: transactions.map { transaction in
             let original = transaction.originalTransactionID ?? transaction.transactionID
@@ -62,7 +79,7 @@ extension AppStoreIntegration {
                 transactionID: transaction.transactionID, originalTransactionID: original, productID: transaction.productID,
                 purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate, revocationDate: transaction.revocationDate,
                 quantity: transaction.quantity, environment: AppStoreAPIClient.ledgerEnvironment(transaction.environment),
-                subscriberID: owners[original])
+                subscriberID: owners[environment.ownershipKey(original)])
         })
     }
 }

@@ -53,7 +53,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
     }
 
     /// What a value is, for messages: "a string", "null", ...
-    var kindDescription: String {
+    package var kindDescription: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -65,7 +65,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
     }
 
     /// The value as a whole number, when it is one (`2` or `2.0`).
-    var wholeNumber: Int64? {
+    package var wholeNumber: Int64? {
         switch self {
         case .integer(let value): value
         case .number(let value) where value.rounded() == value && abs(value) < 9e15: Int64(value)
@@ -74,6 +74,6 @@ public enum JSONValue: Sendable, Hashable, Codable {
     }
 }
 
-struct JSONParseFailure: Error {
-    var detail: String
+package struct JSONParseFailure: Error {
+    package var detail: String
 }

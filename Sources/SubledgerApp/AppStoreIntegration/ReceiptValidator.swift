@@ -42,6 +42,20 @@ struct ReceiptValidator: Sendable {
         var expiresDate: Date?
         var cancellationDate: Date?
         var quantity: Int?
+        /// `cancellation_reason`: 1 an issue with the app, 0 another reason.
+        var cancellationReason: Int? = nil
+        var details = AppleTransactionDetails()
+    }
+
+    /// One subscription's `pending_renewal_info`: whether it renews, and
+    /// whether a failed renewal keeps access (grace) while Apple retries.
+    /// https://developer.apple.com/documentation/appstorereceipts/responsebody/pending_renewal_info
+    struct PendingRenewal: Sendable, Hashable {
+        var originalTransactionID: String
+        var productID: String?
+        var autoRenew: Bool?
+        var isInBillingRetryPeriod: Bool
+        var gracePeriodExpiresDate: Date?
     }
 
     /// A receipt Apple accepted.
@@ -49,12 +63,13 @@ struct ReceiptValidator: Sendable {
         var environment: Ledger.Environment
         /// Each transaction once, in purchase order.
         var transactions: [Transaction]
+        var pendingRenewals: [PendingRenewal] = []
     }
 
     /// Asks the App Store about `receiptData`.
     func validate(receiptData: String) async throws -> Validated {
         guard let bundleID else {
-            throw ServiceError(.notConfigured, code: "appstore_not_configured",
+            throw ServiceError(.notConfigured, code: .appStoreNotConfigured,
                                message: "SUBLEDGER_APPSTORE_BUNDLE_ID is not set: a receipt cannot be checked to be this app's.")
         }
         var body: [String: Any] = ["receipt-data": receiptData, "exclude-old-transactions": false]
@@ -77,7 +92,7 @@ struct ReceiptValidator: Sendable {
                     continue
                 }
                 Self.count("unreachable")
-                throw ServiceError(.upstreamUnreachable, code: "appstore_unreachable",
+                throw ServiceError(.upstreamUnreachable, code: .appStoreUnreachable,
                                message: "The App Store receipt service at \(url) could not be reached or answered badly (\(error)); try again later.")
             }
             let status = (answer["status"] as? NSNumber)?.intValue ?? -1
@@ -85,19 +100,20 @@ struct ReceiptValidator: Sendable {
                 let receiptBundle = (answer["receipt"] as? [String: Any])?["bundle_id"] as? String
                 guard receiptBundle == bundleID else {
                     Self.count("rejected")
-                    throw LedgerError(kind: .rule, code: "bundle_id_mismatch",
+                    throw LedgerError(kind: .rule, code: .bundleIDMismatch,
                                       message: "The receipt is for bundle id '\((receiptBundle ?? "none").prefix(200))', not this app's '\(bundleID)'.",
                                       field: "receiptData")
                 }
                 let answered = Self.environment(of: answer) ?? environment
                 guard acceptedEnvironments.contains(answered) else {
                     Self.count("rejected")
-                    throw LedgerError(kind: .rule, code: "environment_not_accepted",
+                    throw LedgerError(kind: .rule, code: .environmentNotAccepted,
                                       message: "The receipt is from the \(answered.rawValue) environment, which SUBLEDGER_APPSTORE_ENVIRONMENTS does not accept.",
                                       field: "receiptData")
                 }
                 Self.count("valid")
-                return Validated(environment: answered, transactions: Self.transactions(in: answer))
+                return Validated(environment: answered, transactions: Self.transactions(in: answer),
+                                 pendingRenewals: Self.pendingRenewals(in: answer))
             }
             if status == 21007, url == productionURL {
                 // A sandbox receipt sent to production: ask the sandbox.
@@ -111,7 +127,7 @@ struct ReceiptValidator: Sendable {
             }
             guard retries < retryDelays.count else {
                 Self.count("unavailable")
-                throw ServiceError(.upstreamUnavailable, code: "appstore_unavailable",
+                throw ServiceError(.upstreamUnavailable, code: .appStoreUnavailable,
                                message: "The App Store could not validate the receipt right now (status \(status)) after \(retries + 1) attempts; try again later.")
             }
             logger.info("app store receipt status is temporary; retrying", metadata: [
@@ -134,23 +150,23 @@ struct ReceiptValidator: Sendable {
     static func error(forStatus status: Int) -> LedgerError {
         switch status {
         case 21003:
-            LedgerError(kind: .rule, code: "receipt_invalid",
+            LedgerError(kind: .rule, code: .receiptInvalid,
                      message: "The App Store could not authenticate the receipt (status 21003); send the receipt exactly as the device read it.",
                      field: "receiptData")
         case 21004:
-            LedgerError(kind: .rule, code: "receipt_shared_secret_mismatch",
+            LedgerError(kind: .rule, code: .receiptSharedSecretMismatch,
                      message: "The App Store rejected the shared secret (status 21004); set SUBLEDGER_APPSTORE_SHARED_SECRET to the app's shared secret from App Store Connect.")
         case 21008:
-            LedgerError(kind: .rule, code: "receipt_environment_mismatch",
+            LedgerError(kind: .rule, code: .receiptEnvironmentMismatch,
                      message: "The receipt is from the production environment but was sent to the sandbox (status 21008); check SUBLEDGER_APPSTORE_VERIFY_URL.")
         case 21010:
-            LedgerError(kind: .rule, code: "receipt_account_not_found",
+            LedgerError(kind: .rule, code: .receiptAccountNotFound,
                      message: "The App Store account of this receipt was not found or was deleted (status 21010).", field: "receiptData")
         case 21000:
-            LedgerError(kind: .rule, code: "receipt_malformed",
+            LedgerError(kind: .rule, code: .receiptMalformed,
                      message: "The App Store could not read the receipt data (status \(status)); send the receipt as base64.", field: "receiptData")
         default:
-            LedgerError(kind: .rule, code: "receipt_rejected",
+            LedgerError(kind: .rule, code: .receiptRejected,
                      message: "The App Store rejected the receipt with status \(status).", field: "receiptData")
         }
     }
@@ -207,9 +223,33 @@ struct ReceiptValidator: Sendable {
         }
         guard let transactionID = string("transaction_id"), let productID = string("product_id"),
               let purchaseDate = date("purchase_date_ms") else { return nil }
+        // An introductory price (trial or pay-as-you-go) is offer type 1, a promotional offer 2.
+        let offerType: Int? = string("is_trial_period") == "true" || string("is_in_intro_offer_period") == "true" ? 1
+            : string("promotional_offer_id") != nil ? 2 : nil
+        let details = AppleTransactionDetails(ownershipType: string("in_app_ownership_type"), offerType: offerType,
+                                              webOrderLineItemID: string("web_order_line_item_id"),
+                                              isUpgraded: string("is_upgraded").map { $0 == "true" })
         return Transaction(transactionID: transactionID, originalTransactionID: string("original_transaction_id") ?? transactionID,
                            productID: productID, purchaseDate: purchaseDate, expiresDate: date("expires_date_ms"),
-                           cancellationDate: date("cancellation_date_ms"), quantity: string("quantity").flatMap { Int($0) })
+                           cancellationDate: date("cancellation_date_ms"), quantity: string("quantity").flatMap { Int($0) },
+                           cancellationReason: string("cancellation_reason").flatMap { Int($0) }, details: details)
+    }
+
+    static func pendingRenewals(in answer: [String: Any]) -> [PendingRenewal] {
+        (answer["pending_renewal_info"] as? [[String: Any]] ?? []).compactMap { entry in
+            func string(_ key: String) -> String? {
+                if let text = entry[key] as? String, !text.isEmpty { return text }
+                if let number = entry[key] as? NSNumber { return number.stringValue }
+                return nil
+            }
+            guard let original = string("original_transaction_id") else { return nil }
+            return PendingRenewal(
+                originalTransactionID: original, productID: string("product_id"),
+                autoRenew: string("auto_renew_status").map { $0 == "1" },
+                isInBillingRetryPeriod: string("is_in_billing_retry_period") == "1",
+                gracePeriodExpiresDate: string("grace_period_expires_date_ms").flatMap(Int64.init)
+                    .map { Date(timeIntervalSince1970: Double($0) / 1000) })
+        }
     }
 
     /// `subledger_appstore_receipts_total{outcome}`.
@@ -248,11 +288,19 @@ struct ReceiptService: Sendable {
 
     /// The facts of a receipt: the first transaction of an original is a
     /// purchase; later ones are renewals (auto-renewables) or restores;
-    /// a cancellation date adds a refund. Products the catalog does not sell are left out.
+    /// a cancellation date adds a refund, unless the subscriber upgraded away
+    /// from the transaction (`is_upgraded`: Apple cancels the old one, it is
+    /// not refunded). Then each subscription's `pending_renewal_info`:
+    /// auto-renew, and a grace period while a renewal is retried. Products
+    /// the catalog does not sell are left out.
+    /// https://developer.apple.com/documentation/appstorereceipts/responsebody/latest_receipt_info
     static func facts(_ receipt: ReceiptValidator.Validated, catalog: Catalog, deviceID: String?) -> [FactRequest] {
         var facts: [FactRequest] = []
+        var subscriptions = Set<String>()
         for transaction in receipt.transactions {
             guard let product = catalog.product(id: transaction.productID) else { continue }
+            if product.type == .autoRenewable { subscriptions.insert(transaction.originalTransactionID) }
+            let details = transaction.details
             let isFirst = transaction.transactionID == transaction.originalTransactionID
             let quantity = transaction.quantity.flatMap { $0 >= 1 ? $0 : nil } ?? 1
             switch (isFirst, product.type) {
@@ -260,24 +308,42 @@ struct ReceiptService: Sendable {
                 facts.append(.renewal(.init(
                     transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
                     productID: transaction.productID, purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate!,
-                    quantity: quantity, deviceID: deviceID, environment: receipt.environment)))
+                    quantity: quantity, deviceID: deviceID, environment: receipt.environment, details: details)))
             case (false, let type) where type.isRestorable && type != .autoRenewable:
                 facts.append(.restore(.init(
                     transaction: RestoreRequest.Transaction(
                         transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
-                        productID: transaction.productID, purchaseDate: transaction.purchaseDate, environment: receipt.environment),
+                        productID: transaction.productID, purchaseDate: transaction.purchaseDate, environment: receipt.environment,
+                        details: details),
                     deviceID: deviceID)))
             default:
                 facts.append(.purchase(.init(
                     transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
                     productID: transaction.productID, purchaseDate: transaction.purchaseDate,
                     expiresDate: product.type == .autoRenewable ? transaction.expiresDate : nil,
-                    quantity: quantity, deviceID: deviceID, environment: receipt.environment)))
+                    quantity: quantity, deviceID: deviceID, environment: receipt.environment, details: details)))
             }
-            if let cancelled = transaction.cancellationDate {
+            if let cancelled = transaction.cancellationDate, details.isUpgraded != true {
+                let reason = switch transaction.cancellationReason {
+                case 1?: "refunded: an issue with the app"
+                case 0?: "refunded: another reason"
+                default: "cancelled by the App Store"
+                }
                 facts.append(.refund(.init(
                     transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
-                    revocationDate: cancelled, reason: "cancelled by the App Store", environment: receipt.environment)))
+                    revocationDate: cancelled, reason: reason, environment: receipt.environment,
+                    details: AppleRevocationDetails(revocationReason: transaction.cancellationReason))))
+            }
+        }
+        for renewal in receipt.pendingRenewals where subscriptions.contains(renewal.originalTransactionID) {
+            // Undated: the Decider records them only when they differ from what the ledger knows.
+            if let autoRenew = renewal.autoRenew {
+                facts.append(.autoRenewChange(.init(originalTransactionID: renewal.originalTransactionID, autoRenew: autoRenew,
+                                                    environment: receipt.environment)))
+            }
+            if renewal.isInBillingRetryPeriod, let grace = renewal.gracePeriodExpiresDate {
+                facts.append(.billingIssue(.init(originalTransactionID: renewal.originalTransactionID,
+                                                 gracePeriodExpiresDate: grace, environment: receipt.environment)))
             }
         }
         return facts

@@ -3,7 +3,7 @@ import Foundation
 extension JSONValue {
     /// Deepest nesting of arrays and objects a document may have: a body of
     /// a million `[` must be refused, not recursed into.
-    static let maximumDepth = 512
+    package static let maximumDepth = 512
 
     /// Parses a JSON document (RFC 8259) as UTF-8.
     ///
@@ -17,7 +17,7 @@ extension JSONValue {
     /// whole `Int64` in decimal (`1.0`, `1e2`); other numbers are `.number`; of a key
     /// named twice, the first value counts. UTF-16 and UTF-32 documents,
     /// which `JSONDecoder` detects, still go to it.
-    static func parse(_ data: Data) -> Result<JSONValue, JSONParseFailure> {
+    package static func parse(_ data: Data) -> Result<JSONValue, JSONParseFailure> {
         if data.prefix(4).contains(0) { return decoded(data) }
         return data.withUnsafeBytes { bytes in
             var parser = JSONValueParser(bytes: bytes)
@@ -34,7 +34,7 @@ extension JSONValue {
     }
 
     /// Parses through `JSONDecoder`.
-    static func decoded(_ data: Data) -> Result<JSONValue, JSONParseFailure> {
+    package static func decoded(_ data: Data) -> Result<JSONValue, JSONParseFailure> {
         do {
             return .success(try JSONDecoder().decode(JSONValue.self, from: data))
         } catch let DecodingError.dataCorrupted(context) {

@@ -17,7 +17,7 @@ public enum RFC3339 {
     }
 
     /// `parse` of UTF-8 bytes, for decoders that read dates in place.
-    static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+    package static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         var index = 0
 
         func digits(_ count: Int) -> Int? {
@@ -94,9 +94,9 @@ public enum RFC3339 {
     }
 
     /// 0001-01-01T00:00:00Z in seconds since 1970.
-    static let firstInstantOfYearOne = Int64(CivilDate.daysFromCivil(year: 1, month: 1, day: 1)) * 86_400
+    package static let firstInstantOfYearOne = Int64(CivilDate.daysFromCivil(year: 1, month: 1, day: 1)) * 86_400
     /// 10000-01-01T00:00:00Z in seconds since 1970.
-    static let firstInstantOfYear10000 = Int64(CivilDate.daysFromCivil(year: 10_000, month: 1, day: 1)) * 86_400
+    package static let firstInstantOfYear10000 = Int64(CivilDate.daysFromCivil(year: 10_000, month: 1, day: 1)) * 86_400
 
     /// Formats as UTC: `2024-01-31T12:00:00Z` or `2024-01-31T12:00:00.250Z`.
     ///
@@ -158,7 +158,7 @@ public enum RFC3339 {
         Int64((date.timeIntervalSince1970 * 1000).rounded())
     }
 
-    static func date(milliseconds: Int64) -> Date {
+    package static func date(milliseconds: Int64) -> Date {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 
@@ -168,7 +168,8 @@ public enum RFC3339 {
     }
 }
 
-func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+@inlinable
+package func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
     var quotient = value / divisor
     var remainder = value % divisor
     if remainder < 0 {
@@ -179,12 +180,14 @@ func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remain
 }
 
 /// Proleptic Gregorian calendar arithmetic on day numbers (days since 1970-01-01).
-enum CivilDate {
-    static func isLeapYear(_ year: Int) -> Bool {
+package enum CivilDate {
+    @inlinable
+    package static func isLeapYear(_ year: Int) -> Bool {
         (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
     }
 
-    static func daysInMonth(year: Int, month: Int) -> Int {
+    @inlinable
+    package static func daysInMonth(year: Int, month: Int) -> Int {
         switch month {
         case 2: isLeapYear(year) ? 29 : 28
         case 4, 6, 9, 11: 30
@@ -193,7 +196,8 @@ enum CivilDate {
     }
 
     // Howard Hinnant's days_from_civil / civil_from_days.
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+    @inlinable
+    package static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -202,7 +206,8 @@ enum CivilDate {
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+    @inlinable
+    package static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097
