@@ -188,13 +188,8 @@ struct Evaluation {
             var positions = chain.map(\.position) + terms.positions
             // The latest auto-renew signal: a change reported by the store, or
             // the flag a transaction of the chain carried when it was bought.
-            var autoRenewSignal = (ledger.autoRenewChanges[original] ?? []).filter { $0.date <= at }
-                .max { ($0.date, $0.position) < ($1.date, $1.position) }
-            for link in chain {
-                guard let value = link.autoRenew else { continue }
-                if let signal = autoRenewSignal, (link.purchaseDate, link.position) <= (signal.date, signal.position) { continue }
-                autoRenewSignal = SubscriberLedger.Dated(date: link.purchaseDate, position: link.position, value: value)
-            }
+            let autoRenewSignal = ledger.autoRenewSignal(
+                of: original, at: at, flags: chain.lazy.map { (date: $0.purchaseDate, position: $0.position, value: $0.autoRenew) })
             if let signal = autoRenewSignal { positions.append(signal.position) }
             autoRenewables.append(AutoRenewable(
                 latest: latest, group: latest.group, status: terms.status, end: terms.end, graceEnd: terms.graceEnd,

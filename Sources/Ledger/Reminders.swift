@@ -82,8 +82,9 @@ public enum Coverage {
             for subscription in evaluation.autoRenewables
             where (!subscription.autoRenew || subscription.graceEnd != nil) && subscription.status != .revoked {
                 let fact = subscription.latest.fact
-                // In a billing grace period, access (and so the prompt) ends with the grace.
-                let end = max(subscription.end, subscription.graceEnd ?? subscription.end)
+                // In a billing grace period (its end always after the period's), access and
+                // so the prompt end with the grace.
+                let end = subscription.graceEnd ?? subscription.end
                 ends.append(CoverageEnd(group: subscription.group, productID: fact.productID, type: .autoRenewable,
                                         originalTransactionID: fact.originalTransactionID, end: end,
                                         environment: environment))

@@ -321,11 +321,6 @@ public struct SubscriberLedger: Sendable, Equatable {
 }
 
 extension SubscriberLedger {
-    /// The latest auto-renew change recorded for an original transaction.
-    func latestAutoRenew(of originalTransactionID: String) -> Dated<Bool>? {
-        autoRenewChanges[originalTransactionID]?.max { $0.position < $1.position }
-    }
-
     /// Whether an undated or reported auto-renew state adds nothing to what
     /// the ledger knows: the same value, or a report older than its signal.
     func knowsAlready(_ change: FactRequest.AutoRenewChange) -> Bool {
@@ -341,12 +336,22 @@ extension SubscriberLedger {
     /// change reported, or the flag the latest transaction carrying one
     /// was bought with, whichever is later; nil when neither says.
     func currentAutoRenew(of originalTransactionID: String, environment: Environment) -> Dated<Bool>? {
-        var signal = autoRenewChanges[originalTransactionID]?
+        let records = (byOriginal.records[originalTransactionID] ?? []).lazy.filter { $0.fact.environment == environment }
+        return autoRenewSignal(of: originalTransactionID, at: .distantFuture,
+                               flags: records.map { (date: $0.fact.purchaseDate, position: $0.position, value: $0.fact.autoRenew) })
+    }
+
+    /// The latest auto-renew signal by `at`: a change the store reported, or
+    /// the flag a transaction (`flags`: purchase date, position, flag) carried
+    /// when it was bought, whichever is later; nil when none says.
+    func autoRenewSignal<Flags: Sequence>(of originalTransactionID: String, at: Date, flags: Flags) -> Dated<Bool>?
+    where Flags.Element == (date: Date, position: Int64, value: Bool?) {
+        var signal = (autoRenewChanges[originalTransactionID] ?? []).filter { $0.date <= at }
             .max { ($0.date, $0.position) < ($1.date, $1.position) }
-        for record in byOriginal.records[originalTransactionID] ?? [] where record.fact.environment == environment {
-            guard let value = record.fact.autoRenew else { continue }
-            if let current = signal, (record.fact.purchaseDate, record.position) <= (current.date, current.position) { continue }
-            signal = Dated(date: record.fact.purchaseDate, position: record.position, value: value)
+        for flag in flags {
+            guard let value = flag.value else { continue }
+            if let current = signal, (flag.date, flag.position) <= (current.date, current.position) { continue }
+            signal = Dated(date: flag.date, position: flag.position, value: value)
         }
         return signal
     }

@@ -212,15 +212,22 @@ struct ReceiptValidator: Sendable {
         return transactions.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
     }
 
+    /// A field of a receipt entry as text: Apple writes most as strings,
+    /// some as numbers; empty is absent.
+    static func string(_ key: String, of entry: [String: Any]) -> String? {
+        if let text = entry[key] as? String, !text.isEmpty { return text }
+        if let number = entry[key] as? NSNumber { return number.stringValue }
+        return nil
+    }
+
+    /// A `…_ms` field of a receipt entry: milliseconds since 1970.
+    static func date(_ key: String, of entry: [String: Any]) -> Date? {
+        string(key, of: entry).flatMap(Int64.init).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+    }
+
     static func transaction(_ entry: [String: Any]) -> Transaction? {
-        func string(_ key: String) -> String? {
-            if let text = entry[key] as? String, !text.isEmpty { return text }
-            if let number = entry[key] as? NSNumber { return number.stringValue }
-            return nil
-        }
-        func date(_ key: String) -> Date? {
-            string(key).flatMap(Int64.init).map { Date(timeIntervalSince1970: Double($0) / 1000) }
-        }
+        func string(_ key: String) -> String? { Self.string(key, of: entry) }
+        func date(_ key: String) -> Date? { Self.date(key, of: entry) }
         guard let transactionID = string("transaction_id"), let productID = string("product_id"),
               let purchaseDate = date("purchase_date_ms") else { return nil }
         // An introductory price (trial or pay-as-you-go) is offer type 1, a promotional offer 2.
@@ -237,18 +244,12 @@ struct ReceiptValidator: Sendable {
 
     static func pendingRenewals(in answer: [String: Any]) -> [PendingRenewal] {
         (answer["pending_renewal_info"] as? [[String: Any]] ?? []).compactMap { entry in
-            func string(_ key: String) -> String? {
-                if let text = entry[key] as? String, !text.isEmpty { return text }
-                if let number = entry[key] as? NSNumber { return number.stringValue }
-                return nil
-            }
-            guard let original = string("original_transaction_id") else { return nil }
+            guard let original = string("original_transaction_id", of: entry) else { return nil }
             return PendingRenewal(
-                originalTransactionID: original, productID: string("product_id"),
-                autoRenew: string("auto_renew_status").map { $0 == "1" },
-                isInBillingRetryPeriod: string("is_in_billing_retry_period") == "1",
-                gracePeriodExpiresDate: string("grace_period_expires_date_ms").flatMap(Int64.init)
-                    .map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                originalTransactionID: original, productID: string("product_id", of: entry),
+                autoRenew: string("auto_renew_status", of: entry).map { $0 == "1" },
+                isInBillingRetryPeriod: string("is_in_billing_retry_period", of: entry) == "1",
+                gracePeriodExpiresDate: date("grace_period_expires_date_ms", of: entry))
         }
     }
 
