@@ -1,3 +1,4 @@
+import JSON
 import Ledger
 
 /// Why a signed App Store payload (a notification or the transaction and
@@ -10,7 +11,14 @@ public struct AppStoreVerificationError: Error, Sendable, Equatable, CustomStrin
 
     public var code: Code
     /// What failed, for the client and the log; never contains key material.
+    /// It may quote what the sender sent (a decoder's complaint, a header
+    /// value), so it is cut to `messageLimit` UTF-8 bytes: an unauthenticated
+    /// sender cannot flood a log line. Log lines escape it
+    /// (`UntrustedText.escaped`), the JSON answer encodes it.
     public var message: String
+
+    /// The longest message kept, in UTF-8 bytes (before the length note).
+    public static let messageLimit = 400
     /// Which JWS failed: `signedPayload`, `data.signedTransactionInfo` or
     /// `data.signedRenewalInfo`; with `invalidField`, the field inside it
     /// (`data.signedTransactionInfo.expiresDate`).
@@ -18,7 +26,7 @@ public struct AppStoreVerificationError: Error, Sendable, Equatable, CustomStrin
 
     public init(_ code: Code, _ message: String, field: String = "signedPayload") {
         self.code = code
-        self.message = message
+        self.message = UntrustedText.capped(message, limit: Self.messageLimit)
         self.field = field
     }
 

@@ -81,7 +81,8 @@ public final class Connection: @unchecked Sendable {
                 guard PQstatus(handle) == CONNECTION_OK else {
                     let message = Connection.errorMessage(handle)
                     PQfinish(handle)
-                    continuation.resume(throwing: PostgresError(code: .connectionFailed, message: message))
+                    continuation.resume(throwing: PostgresError(code: .connectionFailed, sqlState: PostgresError.connectRefusal(message),
+                                                                message: message))
                     return
                 }
                 // Server notices go nowhere rather than to stderr.

@@ -59,6 +59,8 @@ public struct PostgresError: Error, Sendable {
     /// shortly (an HTTP 503 with `Retry-After`, not a 500). Nil otherwise.
     public var unavailability: Unavailability? {
         if code == .poolTimeout || code == .poolClosed { return .poolExhausted }
+        // A refused connect (53300 read from its message) is a limit, not an outage.
+        if sqlState?.rawValue.hasPrefix("53") == true { return .insufficientResources }
         if isConnectionBroken { return .connectionLost }
         guard let sqlState else { return nil }
         switch sqlState {
@@ -87,6 +89,23 @@ public struct PostgresError: Error, Sendable {
         case connectionLost = "connection_lost"
         /// 40001 or 40P01: concurrent transactions collided past their retries.
         case contention
+    }
+
+    /// The SQLSTATE of a refused connect, read from the server's message:
+    /// libpq reports no SQLSTATE for a connection that never opened, and a
+    /// full server (`max_connections`, a role's `CONNECTION LIMIT`) must be
+    /// told from one that is down. The server's messages are matched in
+    /// English, its default `lc_messages`.
+    public static func connectRefusal(_ message: String) -> SQLState? {
+        if message.contains("too many connections") || message.contains("too many clients")
+            || message.contains("remaining connection slots are reserved") {
+            return .tooManyConnections
+        }
+        if message.contains("the database system is starting up") || message.contains("the database system is shutting down")
+            || message.contains("the database system is in recovery mode") {
+            return .cannotConnectNow
+        }
+        return nil
     }
 
     /// True when the connection this error came from can no longer be used.

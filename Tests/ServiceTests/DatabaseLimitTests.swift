@@ -76,10 +76,22 @@ import Testing
         // A role allowed no connection: the server refuses it as it refuses
         // anyone past max_connections (SQLSTATE 53300).
         try await admin.execute(unsafeSQL: "DO $$ BEGIN CREATE ROLE no_room LOGIN CONNECTION LIMIT 0; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
-        let dependencies = try await makeDependencies { $0.conninfo = conninfo + " user=no_room" }
+        let registry = SharedMetrics.registry
+        var dependencies = try await makeDependencies { $0.conninfo = conninfo + " user=no_room" }
+        dependencies.metrics = registry
+        let before = Self.counted("insufficient_resources", in: registry)
         try await withRouter(dependencies) { client in
             Self.expectRetryable(try await client.post("/v1/subscribers/crowded/events", purchaseJSON("crowd-1")))
             Self.expectRetryable(try await client.get("/v1/subscribers/crowded"))
+        }
+        // Counted as the limit it is, not as a server away.
+        #expect(Self.counted("insufficient_resources", in: registry) >= before + 2)
+        do {
+            _ = try await Connection.connect(to: conninfo + " user=no_room")
+            Issue.record("the role connected")
+        } catch let error as PostgresError {
+            #expect(error.sqlState == .tooManyConnections, "\(error.debugDescription)")
+            #expect(error.unavailability == .insufficientResources)
         }
     }
 

@@ -1,5 +1,7 @@
+import AppStore
 import AppStoreTesting
 import Foundation
+import JSON
 import Logging
 import SubledgerApp
 import Synchronization
@@ -65,5 +67,18 @@ struct CapturingLogHandler: LogHandler {
         let long = UntrustedText.escaped(String(repeating: "é", count: 1000), limit: 100)
         #expect(long.utf8.count < 130 && long.hasSuffix("…(2000 bytes)"), "\(long)")
         #expect(UntrustedText.escaped("plain-id_1") == "plain-id_1")
+    }
+
+    /// A verification error may quote the sender's text (a decoder's
+    /// complaint naming a field); it is capped, whatever the sender put in
+    /// it, and a log line escapes it.
+    @Test func verificationErrorsQuoteTheSenderCapped() throws {
+        let quoted = "field '" + String(repeating: "x\n\u{1B}[31m", count: 20_000) + "' is malformed"
+        let error = AppStoreVerificationError(.invalidPayload, quoted)
+        #expect(error.message.utf8.count <= AppStoreVerificationError.messageLimit + 32, "\(error.message.utf8.count)")
+        #expect(error.message.hasPrefix("field 'x\n") && error.message.hasSuffix("bytes)"))
+        #expect(UntrustedText.escaped(error.message, limit: 10_000).contains(#"x\n\u{1b}[31m"#))
+        #expect(error.ledgerError.message == error.message)
+        #expect(AppStoreVerificationError(.invalidJWS, "short and plain").message == "short and plain")
     }
 }

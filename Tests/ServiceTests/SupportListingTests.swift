@@ -69,10 +69,12 @@ import Testing
                             of: "invalid_product_identifiers_recent")
 
             // The product and status filters are computed per row (the current
-            // period's product, the status at `now`): no index serves them.
+            // period's product, the status at `now`): no index serves them, so
+            // every filter rides the key's walk, cut at the scan budget.
             var filters: [ReadModelQueries.SubscriptionFilter] = []
             for change in [{ (_: inout ReadModelQueries.SubscriptionFilter) in },
                            { $0.entitlement = "pro" }, { $0.group = "g3" },
+                           { $0.productID = "com.example.rare" }, { $0.status = .revoked },
                            { $0.expiresAfter = Date() }, { $0.expiresBefore = Date() + 86_400 * 30 },
                            { $0.cursor = SubscriptionCursor(subscriberID: "s5", group: "g5", series: "o5") }] {
                 var filter = ReadModelQueries.SubscriptionFilter()
@@ -81,10 +83,74 @@ import Testing
                 filters.append(filter)
             }
             for filter in filters {
-                Self.expectWalk(try await Self.plan(ReadModelQueries.subscriptionsQuery(filter, now: Date()), on: connection),
-                                of: "subscriptions_pkey")
+                let plan = try await Self.plan(ReadModelQueries.subscriptionsQuery(filter, now: Date()), on: connection)
+                Self.expectWalk(plan, of: "subscriptions_pkey")
+                #expect(plan.contains("Limit"), "\(plan)")
             }
         }
+
+        // A value no row has, or only one row far down the key order: each
+        // page reads at most the budget and says where to go on, so a rare
+        // filter costs pages, never a walk of the whole table.
+        try await dependencies.pool.withConnection { connection in
+            try await connection.execute(unsafeSQL: """
+                UPDATE subscriptions SET product_id = 'com.example.rare' WHERE subscriber_id = 's99999';
+                """)
+        }
+        let queries = ReadModelQueries(pool: dependencies.pool)
+        for (productID, expected) in [("com.example.rare", ["s99999"]), ("com.example.none", [])] {
+            var filter = ReadModelQueries.SubscriptionFilter()
+            filter.productID = productID
+            var found: [String] = []
+            var pages = 0
+            repeat {
+                let (page, next) = try await queries.subscriptions(filter, now: Date())
+                pages += 1
+                found += page.map(\.subscriberID)
+                filter.cursor = next
+            } while filter.cursor != nil && pages < 100
+            #expect(found == expected)
+            // 100,000 rows, no page reading more than 10,000 of them.
+            #expect(pages >= 10 && pages <= 11, "\(pages) pages")
+        }
+        // A full page still ends at its last row, as before.
+        var common = ReadModelQueries.SubscriptionFilter()
+        common.limit = 3
+        let (page, next) = try await queries.subscriptions(common, now: Date())
+        #expect(page.count == 3 && next?.subscriberID == page.last?.subscriberID)
+    }
+
+    /// Counts at an instant and time series read the rows still open then
+    /// through their end, not each table whole, when most rows have ended (an
+    /// app with churn: every lapsed subscriber's stretches stay).
+    @Test func statsReadTheOpenRowsThroughTheirEndOnTablesOf100kRows() async throws {
+        let dependencies = try await makeDependencies(poolSize: 1)
+        defer { Task { await dependencies.pool.close() } }
+        try await dependencies.pool.withConnection { connection in
+            // 100,000 stretches of each table; one in fifty still open.
+            try await connection.execute(unsafeSQL: """
+                INSERT INTO entitlements (environment, subscriber_id, entitlement, starts_at, ends_at, product_id, source_transaction_id)
+                SELECT 'Production', 's' || i, 'pro', now() - interval '400 days' + i * interval '1 minute',
+                       CASE WHEN i % 50 = 0 THEN now() + interval '20 days' ELSE now() - interval '300 days' + i * interval '1 minute' END,
+                       'com.example.pro.monthly', 't' || i
+                FROM generate_series(1, 100000) i;
+                INSERT INTO product_activity (environment, subscriber_id, product_id, starts_at, ends_at, type, "group", source_transaction_id)
+                SELECT environment, subscriber_id, product_id, starts_at, ends_at, 'auto-renewable', 'pro', source_transaction_id
+                FROM entitlements;
+                ANALYZE entitlements; ANALYZE product_activity;
+                """)
+            let now = Date()
+            for plan in [try await Self.plan(ReadModelQueries.statsQuery(at: now, environment: .production), on: connection),
+                         try await Self.plan(ReadModelQueries.activeSeriesQuery(from: now - 86_400 * 7, to: now, interval: .day,
+                                                                                entitlement: "pro", environment: .production),
+                                             on: connection)] {
+                #expect(plan.contains("entitlements_ends") || plan.contains("product_activity_ends"), "\(plan)")
+                #expect(!plan.contains("Seq Scan on entitlements") && !plan.contains("Seq Scan on product_activity"), "\(plan)")
+            }
+        }
+        // And the counts are those of the open rows.
+        let stats = try await ReadModelQueries(pool: dependencies.pool).stats(at: Date(), environment: .production)
+        #expect(stats.activeSubscribers == 2_000 && stats.entitlements.first?.active == 2_000, "\(stats)")
     }
 
     @Test func listingsWaitForTheirShareAndWritesStillFindAConnection() async throws {

@@ -62,12 +62,27 @@ public struct ReadModelQueries: Sendable {
     /// order, statuses as of `now`, and the cursor of the next page (nil:
     /// none). Keyset pagination: a page starts after the key the cursor
     /// names, so rows written or removed meanwhile never shift the others.
+    ///
+    /// A page reads at most `scanBudget` rows of the key order, whatever the
+    /// filters: the product and status filters are computed per row (the
+    /// current period's product, the status at `now`), so no index can serve
+    /// them, and a rare value would otherwise walk the whole table. When the
+    /// budget runs out first, the page holds the matches found so far (maybe
+    /// none) and the cursor names the last row read: the client follows it.
     public func subscriptions(_ filter: SubscriptionFilter, now: Date) async throws -> (page: [ListedSubscription], next: SubscriptionCursor?) {
         let rows = try await reads.query(Self.subscriptionsQuery(filter, now: now))
-        let page = try rows.prefix(filter.limit).map { row in
-            ListedSubscription(
-                subscriberID: try row.decode(String.self, at: 0), environment: filter.environment,
-                group: try row.decode(String.self, at: 1), productID: try row.decode(String.self, at: 3),
+        var matches: [ListedSubscription] = []
+        var edge: SubscriptionCursor?
+        for row in rows {
+            let subscriberID = try row.decode(String.self, at: 0), group = try row.decode(String.self, at: 1)
+            let series = try row.decode(String.self, at: 2)
+            if try row.decode(Int.self, at: 14) == Self.scanBudget {
+                edge = SubscriptionCursor(subscriberID: subscriberID, group: group, series: series)
+            }
+            guard try row.decode(Bool.self, at: 15) else { continue }
+            matches.append(ListedSubscription(
+                subscriberID: subscriberID, environment: filter.environment,
+                group: group, productID: try row.decode(String.self, at: 3),
                 type: ProductType(rawValue: try row.decode(String.self, at: 4)) ?? .autoRenewable,
                 status: SubscriptionStatus(rawValue: try row.decode(String.self, at: 5)) ?? .expired,
                 expiresAt: try row.decode(Date?.self, at: 6), autoRenew: try row.decode(Bool.self, at: 7),
@@ -75,40 +90,56 @@ public struct ReadModelQueries: Sendable {
                 startsAt: try row.decode(Date?.self, at: 10), gracePeriodEndsAt: try row.decode(Date?.self, at: 11),
                 revokedAt: try row.decode(Date?.self, at: 12),
                 entitlements: (try? JSONDecoder().decode([String].self, from: Data(try row.decode(String.self, at: 13).utf8))) ?? [],
-                series: try row.decode(String.self, at: 2))
+                series: series))
         }
-        let next = rows.count > filter.limit ? page.last.map { SubscriptionCursor(subscriberID: $0.subscriberID, group: $0.group, series: $0.series) } : nil
-        return (page, next)
+        if matches.count > filter.limit {
+            let page = Array(matches.prefix(filter.limit))
+            return (page, page.last.map { SubscriptionCursor(subscriberID: $0.subscriberID, group: $0.group, series: $0.series) })
+        }
+        return (matches, edge)
     }
 
+    /// The most rows of the key order one page reads (see `subscriptions`).
+    public static let scanBudget = 10_000
+
     /// The listing's statement: a walk of the key (subscriber, environment,
-    /// group, series) in its order, the filters checked on the way.
+    /// group, series) in its order, at most `scanBudget` rows, the filters
+    /// checked on the way. Each row says its place in the walk and whether it
+    /// matches; the rows that match come back, up to the page and one more,
+    /// and so does the walk's last row when the budget ran out (where the
+    /// next page starts).
     static func subscriptionsQuery(_ filter: SubscriptionFilter, now: Date) -> PostgresQuery {
         let cursor = filter.cursor
         return """
             SELECT s.subscriber_id, s."group", s.series, coalesce(c.product_id, s.product_id), s.type,
                    subscription_status(\(now)::timestamptz, s.starts_at, s.expires_at, s.grace_ends_at, s.revoked_at),
                    s.expires_at, s.auto_renew, coalesce(c.original_transaction_id, s.original_transaction_id),
-                   s.latest_transaction_id, s.starts_at, s.grace_ends_at, s.revoked_at, array_to_json(s.entitlements)::text
-            FROM subscriptions s
+                   s.latest_transaction_id, s.starts_at, s.grace_ends_at, s.revoked_at, array_to_json(s.entitlements)::text,
+                   s.walked, f.matches
+            FROM (SELECT w.*, row_number() OVER (ORDER BY w.subscriber_id, w."group", w.series) AS walked
+                  FROM subscriptions w
+                  WHERE w.environment = \(filter.environment.rawValue)
+                    AND (\(cursor?.subscriberID)::text IS NULL
+                         OR (w.subscriber_id, w."group", w.series) > (\(cursor?.subscriberID), \(cursor?.group), \(cursor?.series)))
+                  ORDER BY w.subscriber_id, w."group", w.series
+                  LIMIT \(Self.scanBudget)) s
             LEFT JOIN LATERAL (
                 SELECT p.product_id, p.original_transaction_id FROM non_renewing_periods p
                 WHERE s.type = 'non-renewing' AND p.environment = s.environment AND p.subscriber_id = s.subscriber_id
                   AND p."group" = s."group" AND p.starts_at <= \(now)::timestamptz AND \(now)::timestamptz < p.ends_at
                 LIMIT 1) c ON true
-            WHERE s.environment = \(filter.environment.rawValue)
-              AND (\(filter.entitlement)::text IS NULL OR s.entitlements @> ARRAY[\(filter.entitlement)::text])
-              AND (\(filter.group)::text IS NULL OR s."group" = \(filter.group))
-              AND (\(filter.productID)::text IS NULL OR coalesce(c.product_id, s.product_id) = \(filter.productID))
-              AND (\(filter.status?.rawValue)::text IS NULL
-                   OR subscription_status(\(now)::timestamptz, s.starts_at, s.expires_at, s.grace_ends_at, s.revoked_at)
-                      = \(filter.status?.rawValue))
-              AND (\(filter.expiresBefore)::timestamptz IS NULL OR s.expires_at < \(filter.expiresBefore))
-              AND (\(filter.expiresAfter)::timestamptz IS NULL OR s.expires_at >= \(filter.expiresAfter))
-              AND (\(cursor?.subscriberID)::text IS NULL
-                   OR (s.subscriber_id, s."group", s.series) > (\(cursor?.subscriberID), \(cursor?.group), \(cursor?.series)))
+            CROSS JOIN LATERAL (SELECT coalesce(
+                (\(filter.entitlement)::text IS NULL OR s.entitlements @> ARRAY[\(filter.entitlement)::text])
+                AND (\(filter.group)::text IS NULL OR s."group" = \(filter.group))
+                AND (\(filter.productID)::text IS NULL OR coalesce(c.product_id, s.product_id) = \(filter.productID))
+                AND (\(filter.status?.rawValue)::text IS NULL
+                     OR subscription_status(\(now)::timestamptz, s.starts_at, s.expires_at, s.grace_ends_at, s.revoked_at)
+                        = \(filter.status?.rawValue))
+                AND (\(filter.expiresBefore)::timestamptz IS NULL OR s.expires_at < \(filter.expiresBefore))
+                AND (\(filter.expiresAfter)::timestamptz IS NULL OR s.expires_at >= \(filter.expiresAfter)), false) AS matches) f
+            WHERE f.matches OR s.walked = \(Self.scanBudget)
             ORDER BY s.subscriber_id, s."group", s.series
-            LIMIT \(filter.limit + 1)
+            LIMIT \(filter.limit + 2)
             """
     }
 
@@ -144,22 +175,7 @@ public struct ReadModelQueries: Sendable {
     }
 
     public func stats(at: Date, environment: Environment) async throws -> Stats {
-        let rows = try await reads.query("""
-            WITH e AS (SELECT entitlement, subscriber_id FROM entitlements
-                       WHERE environment = \(environment.rawValue) AND starts_at <= \(at)::timestamptz
-                         AND (ends_at IS NULL OR \(at)::timestamptz < ends_at)),
-                 p AS (SELECT product_id, type, subscriber_id FROM product_activity
-                       WHERE environment = \(environment.rawValue) AND starts_at <= \(at)::timestamptz
-                         AND (ends_at IS NULL OR \(at)::timestamptz < ends_at))
-            SELECT 'entitlement', entitlement, '', count(DISTINCT subscriber_id) FROM e GROUP BY entitlement
-            UNION ALL
-            SELECT 'product', product_id, type, count(DISTINCT subscriber_id) FROM p GROUP BY product_id, type
-            UNION ALL
-            SELECT 'type', type, '', count(DISTINCT subscriber_id) FROM p GROUP BY type
-            UNION ALL
-            SELECT 'all', '', '', count(DISTINCT subscriber_id) FROM p
-            ORDER BY 1, 2, 3
-            """)
+        let rows = try await reads.query(Self.statsQuery(at: at, environment: environment))
         var stats = Stats(at: at, environment: environment, activeSubscribers: 0, entitlements: [], products: [], types: [])
         for row in rows {
             let name = try row.decode(String.self, at: 1)
@@ -174,6 +190,27 @@ public struct ReadModelQueries: Sendable {
             }
         }
         return stats
+    }
+
+    /// The counts' statement: the rows active at `at`, found through their
+    /// end (sql/0021) when those are few.
+    static func statsQuery(at: Date, environment: Environment) -> PostgresQuery {
+        """
+            WITH e AS (SELECT entitlement, subscriber_id FROM entitlements
+                       WHERE environment = \(environment.rawValue) AND starts_at <= \(at)::timestamptz
+                         AND (ends_at IS NULL OR \(at)::timestamptz < ends_at)),
+                 p AS (SELECT product_id, type, subscriber_id FROM product_activity
+                       WHERE environment = \(environment.rawValue) AND starts_at <= \(at)::timestamptz
+                         AND (ends_at IS NULL OR \(at)::timestamptz < ends_at))
+            SELECT 'entitlement', entitlement, '', count(DISTINCT subscriber_id) FROM e GROUP BY entitlement
+            UNION ALL
+            SELECT 'product', product_id, type, count(DISTINCT subscriber_id) FROM p GROUP BY product_id, type
+            UNION ALL
+            SELECT 'type', type, '', count(DISTINCT subscriber_id) FROM p GROUP BY type
+            UNION ALL
+            SELECT 'all', '', '', count(DISTINCT subscriber_id) FROM p
+            ORDER BY 1, 2, 3
+            """
     }
 
     /// The step of a time series.
@@ -203,7 +240,15 @@ public struct ReadModelQueries: Sendable {
     /// is the index of that first point.
     public func activeSeries(from: Date, to: Date, interval: Interval, entitlement: String?,
                              environment: Environment) async throws -> [SeriesPoint] {
-        try await reads.query("""
+        try await reads.query(Self.activeSeriesQuery(from: from, to: to, interval: interval, entitlement: entitlement,
+                                                     environment: environment))
+            .map { SeriesPoint(at: try $0.decode(Date.self, at: 0), active: try $0.decode(Int.self, at: 1)) }
+    }
+
+    /// The series' statement: one scan of the rows that overlap the span.
+    static func activeSeriesQuery(from: Date, to: Date, interval: Interval, entitlement: String?,
+                                  environment: Environment) -> PostgresQuery {
+        """
             WITH points AS (
                 SELECT array_agg(at ORDER BY at) AS ats
                 FROM generate_series(\(from)::timestamptz, \(to)::timestamptz, \(interval.sqlInterval)::interval) AS g(at)
@@ -238,7 +283,7 @@ public struct ReadModelQueries: Sendable {
             FROM unnest((SELECT ats FROM points)) WITH ORDINALITY AS p(at, index)
             LEFT JOIN per_point c ON c.first = p.index - 1
             ORDER BY p.index
-            """).map { SeriesPoint(at: try $0.decode(Date.self, at: 0), active: try $0.decode(Int.self, at: 1)) }
+            """
     }
 }
 

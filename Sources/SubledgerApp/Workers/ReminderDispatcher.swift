@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import EventStore
 import Foundation
+import JSON
 import NIOCore
 import Ledger
 import Logging

@@ -27,4 +27,20 @@ public enum UntrustedText {
         }
         return result
     }
+
+    /// `text` cut to `limit` UTF-8 bytes (on a character boundary) with a
+    /// note of its length, otherwise unchanged: for a value that is escaped
+    /// where it is written (a log line, a JSON answer) but must not be huge.
+    public static func capped(_ text: String, limit: Int) -> String {
+        guard text.utf8.count > limit else { return text }
+        var bytes = 0
+        var end = text.startIndex
+        for index in text.indices {
+            let next = text.index(after: index)
+            bytes += text[index..<next].utf8.count
+            guard bytes <= limit else { break }
+            end = next
+        }
+        return String(text[..<end]) + "…(\(text.utf8.count) bytes)"
+    }
 }
