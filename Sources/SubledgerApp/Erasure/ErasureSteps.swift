@@ -18,10 +18,17 @@ public struct ErasureStep: Sendable {
 }
 
 /// The one list of erasure steps. A store that keeps a subscriber id, a
-/// device id or an `appAccountToken` outside the event log adds its step
-/// here, in `ErasureSteps.all`, and nowhere else (docs/architecture.md,
-/// "Erasure").
+/// device id or an `appAccountToken` outside the event log defines its step
+/// beside its SQL and adds it to `ErasureSteps.standard`, and nowhere else
+/// (docs/architecture.md, "Erasure steps").
 public struct ErasureSteps: Sendable {
+    /// Every store's step, in the order they run.
+    public static let standard = ErasureSteps([
+        ReadModelRows.erasureStep,
+        SubscriberSnapshots.erasureStep,
+        SubscriberStateCache.erasureStep,
+    ])
+
     public private(set) var steps: [ErasureStep]
 
     public init(_ steps: [ErasureStep]) { self.steps = steps }
