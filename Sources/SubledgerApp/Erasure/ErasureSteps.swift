@@ -27,6 +27,10 @@ public struct ErasureSteps: Sendable {
         ReadModelRows.erasureStep,
         SubscriberSnapshots.erasureStep,
         SubscriberStateCache.erasureStep,
+        ReminderRows.erasureStep,
+        OwnershipStore.erasureStep,
+        NotificationStore.erasureStep,
+        ParkedEventStore.erasureStep,
     ])
 
     public private(set) var steps: [ErasureStep]
