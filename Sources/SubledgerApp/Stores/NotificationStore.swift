@@ -217,3 +217,17 @@ public struct NotificationStore: Sendable {
 
 /// A pending notification was settled by someone else while this write was deciding.
 struct NotificationAlreadySettled: Error {}
+
+extension NotificationStore {
+    /// Erasure: the subscriber's notifications stay, counted by the listing,
+    /// under the pseudonym; the signed payload goes, since the transaction
+    /// JWS inside it carries the `appAccountToken`.
+    static let erasureStep = ErasureStep(name: "notifications") { subscriberID, pseudonym, connection in
+        try await connection.query("""
+            UPDATE appstore_notifications
+            SET subscriber_id = \(pseudonym), signed_payload = '',
+                error_message = replace(error_message, \(subscriberID), \(pseudonym))
+            WHERE subscriber_id = \(subscriberID)
+            """)
+    }
+}

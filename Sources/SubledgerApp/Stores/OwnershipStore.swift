@@ -172,3 +172,13 @@ struct OwnershipStore: Sendable {
         return false
     }
 }
+
+extension OwnershipStore {
+    /// Erasure: the subscriber holds no original any more (a later buyer of
+    /// one is not refused on its account); which transactions it recorded
+    /// stays, under the pseudonym.
+    static let erasureStep = ErasureStep(name: "ownership") { subscriberID, pseudonym, connection in
+        try await connection.query("DELETE FROM transaction_owners WHERE subscriber_id = \(subscriberID)")
+        try await connection.query("UPDATE transaction_ids SET subscriber_id = \(pseudonym) WHERE subscriber_id = \(subscriberID)")
+    }
+}

@@ -56,3 +56,14 @@ public struct ParkedEventStore: Sendable {
         }
     }
 }
+
+extension ParkedEventStore {
+    /// Erasure: events of an erased stream are not replayed; their parked
+    /// entries, which name the stream, go.
+    static let erasureStep = ErasureStep(name: "parked events") { subscriberID, pseudonym, connection in
+        try await connection.query("""
+            DELETE FROM consumer_parked_events
+            WHERE stream_id IN (\(SubscriberStreams.streamID(for: subscriberID)), \(SubscriberStreams.streamID(for: pseudonym)))
+            """)
+    }
+}

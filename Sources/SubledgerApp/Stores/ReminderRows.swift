@@ -156,3 +156,25 @@ enum ReminderRows {
         try await connection.query("DROP TABLE reminder_delivery_kept")
     }
 }
+
+extension ReminderRows {
+    /// Erasure: reminders not yet sent are cancelled (a webhook would name
+    /// the subscriber); every row stays, counted by the listing, under the
+    /// pseudonym, and the expiry sweeper no longer looks at the subscriber.
+    static let erasureStep = ErasureStep(name: "reminders") { subscriberID, pseudonym, connection in
+        try await connection.query("""
+            UPDATE reminders
+            SET id = 'rem:' || \(pseudonym) || substr(id, length('rem:') + length(\(subscriberID)) + 1),
+                subscriber_id = \(pseudonym),
+                status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
+                claim_token = NULL,
+                last_error = replace(last_error, \(subscriberID), \(pseudonym)),
+                updated_at = now()
+            WHERE subscriber_id = \(subscriberID)
+            """)
+        try await connection.query("""
+            UPDATE reminder_subscribers SET subscriber_id = \(pseudonym), next_expiry_at = NULL
+            WHERE subscriber_id = \(subscriberID)
+            """)
+    }
+}

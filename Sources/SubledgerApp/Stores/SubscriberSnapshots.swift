@@ -264,3 +264,11 @@ enum SubscriberSnapshots {
         if let statement = saveStatement(ledgers, withoutFlushWait: true) { try await connection.query(statement) }
     }
 }
+
+extension SubscriberSnapshots {
+    /// Erasure: a snapshot holds the folded ledger, personal fields opened;
+    /// it is a cache, so it goes.
+    static let erasureStep = ErasureStep(name: "snapshots") { subscriberID, _, connection in
+        try await connection.query("DELETE FROM subscriber_snapshots WHERE subscriber_id = \(subscriberID)")
+    }
+}

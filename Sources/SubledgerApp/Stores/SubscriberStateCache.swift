@@ -34,3 +34,10 @@ enum SubscriberStateCache {
             """)
     }
 }
+
+extension SubscriberStateCache {
+    /// Erasure: the cached state names devices; it is a cache, so it goes.
+    static let erasureStep = ErasureStep(name: "state cache") { subscriberID, _, connection in
+        try await connection.query("DELETE FROM subscriber_state_cache WHERE subscriber_id = \(subscriberID)")
+    }
+}

@@ -1,0 +1,102 @@
+import Crypto
+import Foundation
+import Ledger
+
+/// A subscriber's own key. It seals the personal fields of the subscriber's
+/// events (AES-GCM) and digests their idempotency keys (HMAC-SHA256); it is
+/// kept apart from the events, so destroying it on erasure leaves those
+/// fields unreadable in the append-only log while every other field stays
+/// as it was (docs/decisions/0004-erasure-by-crypto-shredding.md).
+public struct SubscriberKey: Sendable {
+    /// AES-256: 32 bytes.
+    public static let byteCount = 32
+
+    /// What a sealed value starts with. No identifier the API accepts holds a
+    /// control character, so a stored value with this prefix is sealed and
+    /// one without it was stored before sealing existed and is read as it is.
+    public static let sealedPrefix = "\u{1F}sealed:"
+
+    /// The key's bytes, to store in its own table.
+    public let rawValue: Data
+
+    private var key: SymmetricKey { SymmetricKey(data: rawValue) }
+
+    /// A fresh random key.
+    public static func generate() -> SubscriberKey {
+        SubscriberKey(checked: SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) })
+    }
+
+    /// The key as stored (`rawValue`); anything but 32 bytes is refused.
+    public init(rawValue: Data) throws(SealError) {
+        guard rawValue.count == Self.byteCount else { throw SealError.keyLength(rawValue.count) }
+        self.rawValue = rawValue
+    }
+
+    private init(checked rawValue: Data) { self.rawValue = rawValue }
+
+    /// `value` sealed for the stream named `pseudonym`: the prefix, then
+    /// base64url of nonce, ciphertext and tag. The pseudonym is authenticated
+    /// with it, so a sealed value copied into another stream does not open.
+    public func seal(_ value: String, pseudonym: String) throws -> String {
+        let box = try AES.GCM.seal(Data(value.utf8), using: key, authenticating: Data(pseudonym.utf8))
+        guard let combined = box.combined else { throw SealError.unreadable }
+        return Self.sealedPrefix + Self.base64URL(combined)
+    }
+
+    /// The value `seal` sealed; a value without the prefix as it is.
+    public func open(_ stored: String, pseudonym: String) throws(SealError) -> String {
+        guard stored.hasPrefix(Self.sealedPrefix) else { return stored }
+        guard let combined = Self.data(base64URL: stored.dropFirst(Self.sealedPrefix.count)),
+              let box = try? AES.GCM.SealedBox(combined: combined),
+              let plain = try? AES.GCM.open(box, using: key, authenticating: Data(pseudonym.utf8)),
+              let value = String(data: plain, encoding: .utf8)
+        else { throw SealError.unreadable }
+        return value
+    }
+
+    /// The event with its personal fields sealed (`LedgerEvent.mappingPersonalFields`).
+    public func sealingPersonalFields(of event: LedgerEvent, pseudonym: String) throws -> LedgerEvent {
+        try event.mappingPersonalFields { try seal($0, pseudonym: pseudonym) }
+    }
+
+    /// The event with its personal fields opened; `SealError.unreadable`
+    /// when one does not open with this key.
+    public func openingPersonalFields(of event: LedgerEvent, pseudonym: String) throws -> LedgerEvent {
+        try event.mappingPersonalFields { try open($0, pseudonym: pseudonym) }
+    }
+
+    /// A ledger idempotency key as the store keeps it: the same for the same
+    /// key under this subscriber key (so a retried fact is still found), and
+    /// unreadable once the key is destroyed (ledger keys name device ids,
+    /// transfers' subscribers and reminders).
+    public func digest(ofLedgerKey ledgerKey: String) -> String {
+        Self.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data(ledgerKey.utf8), using: key)))
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func data(base64URL text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}
+
+/// Why a personal field or a key could not be used.
+public enum SealError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stored key that is not 32 bytes long.
+    case keyLength(Int)
+    /// A sealed value that this key does not open: another key sealed it,
+    /// or it was altered.
+    case unreadable
+
+    public var description: String {
+        switch self {
+        case .keyLength(let count): "a subscriber key is \(SubscriberKey.byteCount) bytes, not \(count)"
+        case .unreadable: "a sealed personal field does not open with the subscriber's key"
+        }
+    }
+}

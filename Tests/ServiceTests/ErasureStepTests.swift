@@ -1,0 +1,150 @@
+import AppStore
+import AppStoreTesting
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Ledger
+@testable import Postgres
+@testable import SubledgerApp
+import TestSupport
+import Testing
+
+/// The standard erasure steps on a database written through the router:
+/// afterwards the tables they cover hold the erased subscriber under its
+/// pseudonym only (a `pg_dump` of them holds no readable form of the id, its
+/// device id or its `appAccountToken`), while the statistics, the listings'
+/// counts and another subscriber read exactly as before.
+@Suite struct ErasureStepTests {
+    /// Each table a step covers, with the column naming the subscriber.
+    static let covered: [(table: String, column: String)] = [
+        ("subscriptions", "subscriber_id"), ("non_renewing_periods", "subscriber_id"), ("entitlements", "subscriber_id"),
+        ("product_activity", "subscriber_id"), ("subscriber_snapshots", "subscriber_id"), ("subscriber_state_cache", "subscriber_id"),
+        ("reminders", "subscriber_id"), ("reminder_subscribers", "subscriber_id"), ("transaction_owners", "subscriber_id"),
+        ("transaction_ids", "subscriber_id"), ("appstore_notifications", "subscriber_id"), ("consumer_parked_events", "stream_id"),
+    ]
+    /// The tables whose rows stay, under the pseudonym.
+    static let kept: Set<String> = ["subscriptions", "non_renewing_periods", "entitlements", "product_activity", "reminders",
+                                    "reminder_subscribers", "transaction_ids", "appstore_notifications"]
+
+    @Test func standardStepsKeepCountsAndLeaveNoReadableID() async throws {
+        var dependencies = try await makeDependencies()
+        dependencies.appStoreVerifier = AppStoreNotificationTests.verifier
+        let ready = dependencies
+        try await withRouter(ready) { client in
+            let dependencies = ready
+            // An appAccountToken is a UUID; the subscriber id is it lowercased.
+            let erased = UUID().uuidString.lowercased()
+            let other = "keep-" + UUID().uuidString.lowercased()
+            // Transaction ids are the store's, not derived from the subscriber.
+            let run = UInt32.random(in: 0...UInt32.max)
+            // Long enough a history for a snapshot and a cached state.
+            for index in 0..<70 {
+                let response = try await client.post("/v1/subscribers/\(erased)/events",
+                                                     purchaseJSON("c-\(run)-\(index)", product: "com.example.coins.100",
+                                                                  at: "2025-01-01T00:00:\(String(format: "%02d", index % 60))Z"))
+                #expect(response.status == .created)
+            }
+            for (subscriber, prefix) in [(erased, "a"), (other, "b")] {
+                #expect(try await client.post("/v1/subscribers/\(subscriber)/events",
+                                              purchaseJSON("\(prefix)-pass-\(run)", at: "2025-02-01T00:00:00Z", device: "device-\(subscriber)")).status == .created)
+                #expect(try await client.post("/v1/subscribers/\(subscriber)/events",
+                                              purchaseJSON("\(prefix)-pro-\(run)", product: "com.example.pro.monthly", at: "2025-02-10T00:00:00Z",
+                                                           expires: "2025-03-10T00:00:00Z")).status == .created)
+            }
+            #expect(try await client.post("/v1/subscribers/\(other)/events",
+                                          purchaseJSON("b-level2", product: "com.example.level2", at: "2025-02-11T00:00:00Z")).status == .created)
+            var subscribed = TestAppStore.subscription(transactionID: "3\(UInt32.random(in: 0...UInt32.max))",
+                                                       originalTransactionID: "3\(UInt32.random(in: 0...UInt32.max))")
+            subscribed.appAccountToken = erased.uppercased()
+            let app = AppStoreApp(client: client, dependencies: dependencies)
+            let notified = try await app.notify(.subscribed, .initialBuy, transaction: subscribed,
+                                                renewal: TestAppStore.renewalInfo(originalTransactionID: subscribed.originalTransactionID ?? ""))
+            #expect(notified.json["subscriberId"]?.string == erased)
+            #expect(try await client.get("/v1/subscribers/\(erased)").status == .ok)
+            let catalog = dependencies.catalog.catalog
+            try await dependencies.project(SubscriptionProjection(store: dependencies.store, catalog: catalog))
+            try await dependencies.project(ReminderProjection(store: dependencies.store, catalog: catalog))
+            try await dependencies.pool.query("""
+                INSERT INTO consumer_parked_events (consumer, position, stream_id, stream_version, type, reason)
+                VALUES ('subscriptions', 1, \(SubscriberStreams.streamID(for: erased)), 1, 'purchased', 'unreadable')
+                """)
+
+            func count(_ table: String, _ subscriberID: String) async throws -> Int {
+                let column = Self.covered.first { $0.table == table }?.column ?? "subscriber_id"
+                let value = column == "stream_id" ? SubscriberStreams.streamID(for: subscriberID) : subscriberID
+                return try await dependencies.pool.query("SELECT count(*) FROM \(unsafeRaw: table) WHERE \(unsafeRaw: column) = \(value)")
+                    .first!.decode(Int.self, at: 0)
+            }
+            func dump() throws -> String {
+                let dump = try ChildProcess.run(["/usr/lib/postgresql/15/bin/pg_dump", "--data-only"]
+                    + Self.covered.flatMap { ["-t", $0.table] } + ["-d", dependencies.pool.configuration.conninfo])
+                #expect(dump.status == 0, "pg_dump: \(dump.output.prefix(500))")
+                return dump.output
+            }
+            let personal = [erased, erased.uppercased(), "device-\(erased)"]
+
+            // The snapshot is stored after its commit, off the request path.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try await count("subscriber_snapshots", erased) == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            var before: [String: Int] = [:]
+            for (table, _) in Self.covered { before[table] = try await count(table, erased) }
+            #expect(before.values.allSatisfy { $0 > 0 }, "every covered table holds the subscriber before: \(before)")
+            // The scan sees the token inside the stored JWS before the steps run.
+            let dumpedBefore = try dump()
+            for value in personal { #expect(!PersonalDataScan(value).matches(in: dumpedBefore).isEmpty, "\(value) before") }
+
+            let secret = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
+            let pseudonym = try SubscriberPseudonyms(secret: secret).pseudonym(for: erased)
+            func observed() async throws -> [String] {
+                var texts: [String] = []
+                for at in ["2025-01-15T00:00:00Z", "2025-02-05T00:00:00Z", "2025-02-20T00:00:00Z", "2025-03-05T00:00:00Z"] {
+                    texts.append(try await client.get("/v1/stats?at=\(at)", key: Keys.support).text)
+                    texts.append(try await client.get("/v1/stats?at=\(at)&environment=Sandbox", key: Keys.support).text)
+                }
+                texts.append(try await client.get("/v1/stats/active?from=2025-01-01T00:00:00Z&to=2025-04-01T00:00:00Z&interval=week",
+                                                  key: Keys.support).text)
+                texts.append(try await client.get("/v1/subscribers/\(other)?at=2025-02-20T00:00:00Z", key: Keys.support).text)
+                // The listing orders by subscriber id: compared as a set of rows.
+                let listing = try await client.get("/v1/subscriptions?limit=100", key: Keys.support).json
+                let rows = listing["subscriptions"]?.array.map { row in
+                    row.keys.sorted().map { "\($0)=\(row[$0] ?? .null)" }.joined(separator: ",")
+                        .replacingOccurrences(of: erased, with: "<erased>").replacingOccurrences(of: pseudonym, with: "<erased>")
+                }
+                texts.append((rows ?? []).sorted().joined(separator: "\n"))
+                for listing in ["/v1/reminders?limit=200", "/v1/appstore/notifications?limit=200"] {
+                    let body = try await client.get(listing, key: Keys.support).json
+                    texts.append("\(listing): \((body["reminders"] ?? body["notifications"])?.array.count ?? -1)")
+                }
+                return texts + (try await dependencies.readModelRows()).filter { $0.contains(other) }
+            }
+            let expected = try await observed()
+
+            try await dependencies.pool.withTransaction { connection in
+                try await ErasureSteps.standard.run(subscriberID: erased, pseudonym: pseudonym, on: connection)
+            }
+
+            for (table, _) in Self.covered {
+                #expect(try await count(table, erased) == 0, "\(table) still names the subscriber")
+                #expect(try await count(table, pseudonym) == (Self.kept.contains(table) ? before[table] : 0),
+                        "\(table) keeps its rows under the pseudonym, or deletes them")
+            }
+            let pending = try await dependencies.pool.query(
+                "SELECT count(*) FROM reminders WHERE subscriber_id = \(pseudonym) AND status = 'pending'")
+            #expect(try pending.first!.decode(Int.self, at: 0) == 0, "no reminder of an erased subscriber is sent")
+
+            let after = try await observed()
+            #expect(after.count == expected.count)
+            for (now, then) in zip(after, expected) {
+                #expect(now == then)
+            }
+            let dumpedAfter = try dump()
+            #expect(dumpedAfter.contains(pseudonym), "the dump covers the rewritten rows")
+            #expect(dumpedAfter.contains(other))
+            for value in personal {
+                #expect(PersonalDataScan(value).matches(in: dumpedAfter).isEmpty, "the covered tables still hold \(value)")
+            }
+        }
+    }
+}
