@@ -87,12 +87,13 @@ enum ChangeRows {
         let json = try PostgresJSON(encoding: changes, encoder: LedgerJSON.makeEncoder())
         return """
             WITH input AS (
-                     SELECT * FROM jsonb_to_recordset(\(json)::jsonb) WITH ORDINALITY
-                         AS x(id text, subscriber_id text, sequence bigint, type text, environment text,
-                              recorded_at timestamptz, body text, ordinality bigint)),
+                     SELECT x->>'id' AS id, x->>'subscriber_id' AS subscriber_id, (x->>'sequence')::bigint AS sequence,
+                            x->>'type' AS type, x->>'environment' AS environment,
+                            (x->>'recorded_at')::timestamptz AS recorded_at, (x->>'body')::jsonb AS body, n
+                     FROM jsonb_array_elements(\(json)::jsonb) WITH ORDINALITY AS t(x, n)),
                  inserted AS (
                      INSERT INTO changes (id, subscriber_id, sequence, type, environment, recorded_at, body)
-                     SELECT id, subscriber_id, sequence, type, environment, recorded_at, body::jsonb FROM input ORDER BY ordinality
+                     SELECT id, subscriber_id, sequence, type, environment, recorded_at, body FROM input ORDER BY n
                      ON CONFLICT (id) DO NOTHING
                      RETURNING id, subscriber_id, sequence, type)
             INSERT INTO webhook_deliveries (endpoint_id, change_id, subscriber_id, sequence)
