@@ -4,7 +4,7 @@ import Metrics
 import Postgres
 
 /// The change feed's metrics `/metrics` shows, created once.
-enum ChangeMetrics {
+public enum ChangeMetrics {
     enum Outcome: String {
         /// The receiver answered 2xx.
         case success
@@ -58,7 +58,7 @@ enum ChangeMetrics {
     }
 
     /// now − recorded_at of the first event after the feed consumer's checkpoint.
-    static let lagQuery: PostgresQuery = """
+    public static let lagQuery: PostgresQuery = """
         SELECT coalesce(extract(epoch FROM now() - (
             SELECT e.recorded_at FROM events e, consumer_checkpoints c
             WHERE c.name = \(ChangeFeedConsumer.consumerName) AND (e.transaction_id, e.position) > (c.transaction_id, c.position)
