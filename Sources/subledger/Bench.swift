@@ -97,7 +97,7 @@ struct Bench: AsyncParsableCommand {
         if measure.contains("projections") { try await measureProjections(pool: pool) }
         if measure.contains("import") { try await measureImport(pool: pool) }
         if measure.contains("abuse") { try await measureAbuse(conninfo: conninfo, logger: logger) }
-        if measure.contains("changes") { try await measureChanges(pool: pool, conninfo: conninfo) }
+        if measure.contains("changes") { try await measureChanges(pool: pool, conninfo: conninfo, logger: logger) }
     }
 
     func measureProjections(pool: ConnectionPool) async throws {

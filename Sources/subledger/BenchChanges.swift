@@ -129,7 +129,52 @@ struct ChangesBench {
 }
 
 extension Bench {
-    func measureChanges(pool: ConnectionPool, conninfo: String) async throws {
+    /// `POST …/events` (the ingest benchmark) with and without the feed's
+    /// consumer running beside the service, alternated; the feed's lag
+    /// sampled while it runs.
+    func measureIngestWithFeed(conninfo: String, logger: Logger) async throws {
+        let service = try await startService(conninfo: conninfo, logger: logger)
+        defer { service.server.cancel() }
+        let duration = Duration.milliseconds(Int(seconds * 1000))
+        var without: [Double] = []
+        var with: [Double] = []
+        var lags: [Double] = []
+        let catalog = service.dependencies.catalog.catalog
+        for round in 0..<2 {
+            without.append(try await measureIngest(port: service.port, duration: duration, run: "plain\(round)").figures.rate)
+            let runner = ConsumerRunner(store: service.dependencies.store, consumer: ChangeFeedConsumer(catalog: catalog), conninfo: conninfo,
+                                        pollInterval: .milliseconds(100), logger: Logger(label: "subledger.bench"))
+            let consumer = Task { await runner.runUntilCancelled() }
+            let samples = ChangesBench.LagSamples()
+            let pool = service.dependencies.pool
+            let sampler = Task {
+                while !Task.isCancelled {
+                    if let lag = try? await pool.query(ChangeMetrics.lagQuery).first?.decode(Double.self, at: 0) { await samples.add(lag) }
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+            }
+            with.append(try await measureIngest(port: service.port, duration: duration, run: "feed\(round)").figures.rate)
+            while try await service.dependencies.store.lag(of: ChangeFeedConsumer.consumerName) > 0 {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            sampler.cancel()
+            consumer.cancel()
+            await consumer.value
+            lags += await samples.values
+        }
+        lags.sort()
+        print(String(format: "POST …/events, %d connections: %.0f/s without the feed's consumer, %.0f/s with it (rounds: %@ / %@)",
+                     writers, without.reduce(0, +) / Double(without.count), with.reduce(0, +) / Double(with.count),
+                     without.map { String(format: "%.0f", $0) }.joined(separator: ", "),
+                     with.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+        print(String(format: "feed lag under the ingest benchmark (s): median %.2f, max %.2f (%d samples)",
+                     lags.isEmpty ? 0 : lags[lags.count / 2], lags.last ?? 0, lags.count))
+    }
+
+    func measureChanges(pool: ConnectionPool, conninfo: String, logger: Logger) async throws {
+        print("")
+        print("subledger bench: the change feed beside the ingest benchmark, \(seconds) s per run, \(writers) connections")
+        try await measureIngestWithFeed(conninfo: conninfo, logger: logger)
         print("")
         print("subledger bench: the change feed, \(importFacts) imported facts, \(importWriters) writers")
         let results = try await ChangesBench(pool: pool, conninfo: conninfo, facts: importFacts, writers: importWriters,

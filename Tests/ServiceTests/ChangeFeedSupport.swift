@@ -77,9 +77,22 @@ struct ChangeFixture: Sendable {
     var pool: ConnectionPool { dependencies.pool }
 
     /// Turns every committed event into changes (the consumer, run to the end).
+    /// A consumer reads below the oldest running transaction of the whole
+    /// cluster (other tests' databases included), so a round may find nothing
+    /// yet: it goes on until none is left to read.
     func project() async throws {
         let consumer = ChangeFeedConsumer(catalog: dependencies.catalog.catalog)
-        while try await dependencies.pool.withConnection({ try await dependencies.store.processBatch(consumer, limit: 500, on: $0) }) > 0 {}
+        let store = dependencies.store
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await store.lag(of: ChangeFeedConsumer.consumerName) > 0 {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the feed's consumer did not catch up in time")
+                return
+            }
+            if try await dependencies.pool.withConnection({ try await store.processBatch(consumer, limit: 500, on: $0) }) == 0 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
     }
 
     func sweeper(now: @escaping @Sendable () -> Date = { Date() }) -> ChangeTimeSweeper {
@@ -127,13 +140,17 @@ struct ChangeFixture: Sendable {
     }
 }
 
-/// Reads a whole feed through the router, page by page.
-func pullAll(_ client: some TestClientProtocol, query: String = "", limit: Int = 7) async throws -> (ids: [String], bodies: [JSONValue]) {
+/// Reads a whole feed through the router, page by page, until `expected`
+/// changes came (a change shows once every older transaction of the cluster
+/// ended: under load, a page may be empty for a moment).
+func pullAll(_ client: some TestClientProtocol, query: String = "", limit: Int = 7,
+             expected: Int) async throws -> (ids: [String], bodies: [JSONValue]) {
     var cursor = ""
     var ids: [String] = []
     var bodies: [JSONValue] = []
     while true {
-        let response = try await client.get("/v1/changes?limit=\(limit)&after=\(cursor)\(query)", key: Keys.support)
+        let wait = ids.count < expected ? 2 : 0
+        let response = try await client.get("/v1/changes?limit=\(limit)&wait=\(wait)&after=\(cursor)\(query)", key: Keys.support)
         #expect(response.status == .ok, "\(response.text)")
         let page = response.json["changes"]?.array ?? []
         guard let next = response.json["nextCursor"]?.string else {
@@ -142,7 +159,11 @@ func pullAll(_ client: some TestClientProtocol, query: String = "", limit: Int =
         }
         ids += page.compactMap { $0["id"]?.string }
         bodies += page
-        if page.isEmpty { return (ids, bodies) }
+        if page.isEmpty && wait == 0 { return (ids, bodies) }
+        if page.isEmpty && wait > 0 {
+            Issue.record("the feed held \(ids.count) changes, \(expected) expected")
+            return (ids, bodies)
+        }
         cursor = next
     }
 }
