@@ -43,7 +43,8 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
                            keys: keys)
         .addRoutes(to: router)
     // The change feed: pulled, and pushed to registered webhooks.
-    ChangesController(reader: ChangeFeedReader(dependencies), keys: keys).addRoutes(to: router)
+    ChangesController(reader: ChangeFeedReader(dependencies), keys: keys,
+                      maximumWait: dependencies.configuration.changesMaximumWait).addRoutes(to: router)
     WebhooksController(store: WebhookStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
     return router
 }

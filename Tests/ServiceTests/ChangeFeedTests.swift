@@ -195,6 +195,22 @@ struct ChangeFeedTests {
         }
     }
 
+    /// `SUBLEDGER_CHANGES_MAX_WAIT` caps what `wait` asks.
+    @Test func theConfiguredMaximumWaitCapsALongPoll() async throws {
+        var dependencies = try await makeDependencies()
+        dependencies.configuration.changesMaximumWait = .seconds(1)
+        let app = buildApplication(dependencies)
+        try await app.test(.router) { client in
+            let before = ContinuousClock.now
+            let response = try await client.get("/v1/changes?wait=30", key: Keys.support)
+            #expect(response.status == .ok && response.json["changes"]?.array.isEmpty == true)
+            #expect(ContinuousClock.now - before < .seconds(10), "held \(ContinuousClock.now - before)")
+        }
+        await dependencies.pool.close()
+        #expect(throws: ConfigurationError.self) { try SubledgerConfiguration(environment: ["SUBLEDGER_CHANGES_MAX_WAIT": "31"]) }
+        #expect(try SubledgerConfiguration(environment: ["SUBLEDGER_CHANGES_MAX_WAIT": "5"]).changesMaximumWait == .seconds(5))
+    }
+
     /// Replaying the feed's consumer over the whole log (as a rebuild
     /// would) publishes nothing again and renumbers nothing.
     @Test func aReplayOfTheLogPublishesNothingAgain() async throws {

@@ -8,6 +8,8 @@ import SubledgerApp
 struct ChangesController {
     let reader: ChangeFeedReader
     let keys: APIKeys
+    /// `SUBLEDGER_CHANGES_MAX_WAIT`: a longer `wait` is held this long.
+    let maximumWait: Duration
 
     func addRoutes(to router: Router<AppRequestContext>) {
         router.group("v1/changes")
@@ -16,7 +18,8 @@ struct ChangesController {
     }
 
     @Sendable func list(request: Request, context: AppRequestContext) async throws -> Response {
-        let filter = try Self.filter(request)
+        var filter = try Self.filter(request)
+        filter.wait = min(filter.wait, maximumWait)
         let page = try await reader.page(filter)
         // The stored bodies are JSON already: written as they are.
         var bytes = Array("{\"changes\":[".utf8)
