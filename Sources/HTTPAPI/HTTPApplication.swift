@@ -42,6 +42,10 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
     ParkedReplayController(store: dependencies.store, consumers: Projections.all(store: dependencies.store, catalog: dependencies.catalog.catalog),
                            keys: keys)
         .addRoutes(to: router)
+    // The change feed: pulled, and pushed to registered webhooks.
+    ChangesController(reader: ChangeFeedReader(dependencies), keys: keys,
+                      maximumWait: dependencies.configuration.changesMaximumWait).addRoutes(to: router)
+    WebhooksController(store: WebhookStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
     return router
 }
 

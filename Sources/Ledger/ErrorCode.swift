@@ -160,3 +160,11 @@ extension ErrorCode {
     /// Another status of the HTTP framework, e.g. `http_408`.
     public static func http(_ status: Int) -> ErrorCode { ErrorCode(rawValue: "http_\(status)") }
 }
+
+// MARK: The change feed and webhooks (404)
+extension ErrorCode {
+    /// No webhook endpoint with that id.
+    public static let webhookNotFound = ErrorCode(rawValue: "webhook_not_found")
+    /// The endpoint has no delivery with that id.
+    public static let deliveryNotFound = ErrorCode(rawValue: "delivery_not_found")
+}

@@ -55,6 +55,7 @@ struct Serve: AsyncParsableCommand {
         // components (`AppComponents`) in `buildApplication`.
         let services = makeReminderServices(dependencies, conninfo: database.conninfo, expirySweepInterval: configuration.expirySweepInterval)
             + makeReconcileServices(dependencies, conninfo: database.conninfo)
+            + makeChangeFeedServices(dependencies, conninfo: database.conninfo)
         let app = buildApplication(dependencies, services: services)
         logger.info("subledger listening", metadata: [
             "http.host": "\(configuration.host)", "http.port": "\(configuration.port)",

@@ -33,6 +33,9 @@ public struct AppDependencies: Sendable {
     /// queries, stats) may hold at once: a quarter of the pool, so however
     /// many of them arrive, writes and Apple's notifications find one.
     public var supportReads: PoolShare
+    /// Wakes the change feed's long-polls: one listening connection per
+    /// instance, shared by every waiting request.
+    public var changeSignal = ChangeSignal()
 
     public init(configuration: SubledgerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
                 metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),

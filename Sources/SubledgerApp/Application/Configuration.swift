@@ -60,6 +60,8 @@ public struct SubledgerConfiguration: Sendable {
     /// Limits every service connection sets on itself, so a stuck statement,
     /// lock wait or forgotten transaction cannot hold a connection for ever.
     public var sessionTimeouts: SessionTimeouts
+    /// The longest a change feed long-poll is held (`SUBLEDGER_CHANGES_MAX_WAIT`), whatever `wait` asks.
+    public var changesMaximumWait: Duration = .seconds(30)
 
     /// Every variable at its default.
     public init() {
@@ -180,6 +182,11 @@ public struct SubledgerConfiguration: Sendable {
             throw fail(.logLevel, "expected trace, debug, info, notice, warning, error or critical, got \(level)")
         }
         logLevel = parsedLevel
+        let maximumWait = value(.changesMaximumWait) ?? ""
+        guard let waitSeconds = Int(maximumWait), (0...30).contains(waitSeconds) else {
+            throw fail(.changesMaximumWait, "expected whole seconds from 0 to 30, got \(maximumWait.prefix(64))")
+        }
+        changesMaximumWait = .seconds(waitSeconds)
     }
 }
 

@@ -114,6 +114,9 @@ extension ConfigurationVariable {
         help: "Connections open at once; more wait to be accepted")
     public static let logLevel = ConfigurationVariable(
         "LOG_LEVEL", flag: "log-level", default: "info", help: "trace, debug, info, notice, warning, error or critical")
+    public static let changesMaximumWait = ConfigurationVariable(
+        "SUBLEDGER_CHANGES_MAX_WAIT", flag: "changes-max-wait", default: "30",
+        help: "Seconds a GET /v1/changes long-poll is held at most, 0 to 30 (below a proxy's timeout)")
 
     /// Every variable, in the order `--help` and the docs list them.
     public static let all: [ConfigurationVariable] = [
@@ -123,5 +126,6 @@ extension ConfigurationVariable {
         appStoreVerifyURL, appStoreSandboxURL, appStoreSharedSecret, appStoreKeyFile, appStoreKeyID, appStoreIssuerID,
         appStoreAPIURL, appStoreAPISandboxURL, appStoreReconcileInterval, httpReadTimeout, httpIdleTimeout,
         httpMaximumConnections, logLevel,
+        changesMaximumWait,
     ]
 }

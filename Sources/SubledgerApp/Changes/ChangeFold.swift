@@ -1,0 +1,149 @@
+import Crypto
+import EventStore
+import Foundation
+import JSON
+import Ledger
+
+/// A change ready to be stored: its columns and its body, the contract's
+/// `{"id", "sequence", "type", "subscriberId", "environment", "at",
+/// "recordedAt", "data", "entitlements"}`.
+struct NewChange: Sendable, Encodable {
+    var id: String
+    var subscriber_id: String
+    var sequence: Int64
+    var type: String
+    var environment: String
+    var recorded_at: Date
+    var body: String
+}
+
+/// The change body as served and delivered.
+struct ChangeBody: Encodable {
+    var id: String
+    var sequence: Int64
+    var type: String
+    var subscriberId: String
+    var environment: String
+    var at: Date
+    var recordedAt: Date
+    var data: JSONValue
+    var entitlements: [SubscriberState.Entitlement]
+}
+
+/// One subscriber's feed moved along: ledger events become changes, and the
+/// entitlements compared before and after each (and as time passes) become
+/// `entitlement_gained`/`entitlement_lost`. The same steps for the consumer
+/// (events) and the time sweeper (instants passing).
+struct ChangeFold {
+    /// Ledger event types that are bookkeeping of Subledger's own workers,
+    /// not something a backend acts on: the reminder dispatcher's records.
+    static let bookkeepingTypes: Set<String> = [LedgerEventType.reminderSent.rawValue, LedgerEventType.reminderFailed.rawValue]
+
+    var ledger: SubscriberLedger
+    var published: PublishedEntitlements
+    var sequence: Int64
+    var clock: Date
+    var version: Int64
+    var next: Date?
+    var changes: [NewChange] = []
+    let catalog: Catalog
+
+    var subscriberID: String { ledger.subscriberID }
+
+    init(ledger: SubscriberLedger, progress: ChangeProgress?, catalog: Catalog) {
+        self.ledger = ledger
+        self.published = progress?.published ?? PublishedEntitlements()
+        self.sequence = progress?.sequence ?? 0
+        self.clock = progress?.clock ?? .distantPast
+        self.version = progress?.streamVersion ?? 0
+        self.next = progress?.nextTransitionAt
+        self.catalog = catalog
+    }
+
+    /// Time alone up to `until`: the transitions at each instant the rules
+    /// may change the state (each at its own instant), published with ids
+    /// from the subscriber, the entitlement and the instant.
+    mutating func advanceTime(until: Date, recordedAt: Date) {
+        guard until > clock else { return }
+        let (found, next) = published.advanceByTime(ledger, from: clock, until: until, catalog: catalog)
+        for (transition, state) in found {
+            let id = "chg_" + Self.digest([subscriberID, transition.environment.rawValue, transition.entitlement,
+                                          transition.kind.rawValue, RFC3339.format(transition.at)])
+            append(id: id, type: transition.kind.rawValue, environment: transition.environment, at: transition.at,
+                   recordedAt: recordedAt,
+                   data: .object(["entitlement": .string(transition.entitlement), "reason": .string(Self.timeReason(transition))]),
+                   entitlements: state.entitlements)
+        }
+        clock = until
+        self.next = next
+    }
+
+    /// One new event of the stream: time up to its instant first, then the
+    /// event's own change (unless bookkeeping), then the transitions it caused,
+    /// with ids from the event's position.
+    mutating func apply(_ recorded: RecordedLedgerEvent, version: Int64, type: String, data: Data) {
+        let at = max(clock, recorded.recordedAt)
+        advanceTime(until: at, recordedAt: recorded.recordedAt)
+        ledger.apply(recorded)
+        self.version = max(self.version, version)
+        let environment = Self.environment(of: data)
+        let (transitions, states) = published.advance(ledger, to: at, catalog: catalog, adding: environment)
+        if !Self.bookkeepingTypes.contains(type) {
+            let value = JSONValue(json: data) ?? .object([:])
+            append(id: "chg_\(recorded.position)", type: type, environment: environment, at: at, recordedAt: recorded.recordedAt,
+                   data: value, entitlements: states[environment]?.entitlements ?? [])
+        }
+        for transition in transitions {
+            append(id: "chg_\(recorded.position)_" + Self.digest([transition.environment.rawValue, transition.entitlement, transition.kind.rawValue]),
+                   type: transition.kind.rawValue, environment: transition.environment, at: at, recordedAt: recorded.recordedAt,
+                   data: .object(["entitlement": .string(transition.entitlement), "reason": .string(type)]),
+                   entitlements: states[transition.environment]?.entitlements ?? [])
+        }
+        clock = at
+        next = ledger.nextChange(after: at, catalog: catalog)
+    }
+
+    private mutating func append(id: String, type: String, environment: Ledger.Environment, at: Date, recordedAt: Date,
+                                 data: JSONValue, entitlements: [SubscriberState.Entitlement]) {
+        sequence += 1
+        let body = ChangeBody(id: id, sequence: sequence, type: type, subscriberId: subscriberID, environment: environment.rawValue,
+                              at: at, recordedAt: recordedAt, data: data, entitlements: entitlements)
+        let text = (try? LedgerJSON.makeEncoder().encode(body)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        changes.append(NewChange(id: id, subscriber_id: subscriberID, sequence: sequence, type: type,
+                                 environment: environment.rawValue, recorded_at: recordedAt, body: text))
+    }
+
+    var progress: ChangeProgress {
+        ChangeProgress(subscriberID: subscriberID, streamVersion: version, clock: clock, sequence: sequence,
+                       published: published, nextTransitionAt: next)
+    }
+
+    /// Why an entitlement changed when no event did.
+    static func timeReason(_ transition: EntitlementTransition) -> String {
+        transition.kind == .lost ? "ended" : "started"
+    }
+
+    /// The `environment` field of a stored fact; Production when it has none.
+    static func environment(of data: Data) -> Ledger.Environment {
+        guard let value = JSONValue(json: data), case .string(let text)? = value["environment"],
+              let environment = Ledger.Environment(rawValue: text) else { return .production }
+        return environment
+    }
+
+    /// 32 hex digits of SHA-256 over the parts: ids that carry no subscriber
+    /// id in clear and are the same whoever computes them.
+    static func digest(_ parts: [String]) -> String {
+        let hash = SHA256.hash(data: Data(parts.joined(separator: "\u{1F}").utf8))
+        return hash.prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// A row of `change_subscribers`.
+struct ChangeProgress: Sendable {
+    var subscriberID: String
+    var streamVersion: Int64
+    var clock: Date
+    var sequence: Int64
+    var published: PublishedEntitlements
+    var nextTransitionAt: Date?
+}

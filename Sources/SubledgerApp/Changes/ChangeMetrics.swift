@@ -1,0 +1,67 @@
+import Foundation
+import Logging
+import Metrics
+import Postgres
+
+/// The change feed's metrics `/metrics` shows, created once.
+public enum ChangeMetrics {
+    enum Outcome: String {
+        /// The receiver answered 2xx.
+        case success
+        /// Any other answer, a timeout or a connection error.
+        case failure
+        /// Retried for the whole retry period: the delivery is `failed`.
+        case gaveUp = "gave_up"
+    }
+
+    static let success = Counter(label: "subledger_webhook_deliveries_total", dimensions: [("outcome", Outcome.success.rawValue)])
+    static let failure = Counter(label: "subledger_webhook_deliveries_total", dimensions: [("outcome", Outcome.failure.rawValue)])
+    static let gaveUp = Counter(label: "subledger_webhook_deliveries_total", dimensions: [("outcome", Outcome.gaveUp.rawValue)])
+
+    static func deliveries(_ outcome: Outcome) -> Counter {
+        switch outcome {
+        case .success: success
+        case .failure: failure
+        case .gaveUp: gaveUp
+        }
+    }
+
+    /// Seconds since the oldest event the feed has not yet turned into
+    /// changes was recorded (0 when caught up).
+    static let feedLag = Gauge(label: "subledger_change_feed_lag_seconds")
+
+    /// Per endpoint: age of its oldest pending delivery (0 when none).
+    static func oldestPending(endpoint: String) -> Gauge {
+        Gauge(label: "subledger_webhook_oldest_pending_seconds", dimensions: [("webhook", endpoint)])
+    }
+
+    /// Refreshed by the dispatcher's loop: the feed's lag and each endpoint's
+    /// oldest pending delivery.
+    static func refresh(pool: ConnectionPool, logger: Logger) async {
+        do {
+            let rows = try await pool.withConnection { try await $0.pipeline([
+                """
+                SELECT w.id, coalesce(extract(epoch FROM now() - min(d.created_at)), 0)::float8
+                FROM webhook_endpoints w
+                LEFT JOIN webhook_deliveries d ON d.endpoint_id = w.id AND d.status = 'pending'
+                GROUP BY w.id
+                """,
+                lagQuery,
+            ]) }
+            for row in rows[0] {
+                oldestPending(endpoint: try row.decode(String.self, at: 0)).record(try row.decode(Double.self, at: 1))
+            }
+            feedLag.record(try rows[1].first?.decode(Double?.self, at: 0) ?? 0)
+        } catch {
+            logger.debug("cannot refresh the change feed metrics", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// now − recorded_at of the first event after the feed consumer's checkpoint.
+    public static let lagQuery: PostgresQuery = """
+        SELECT coalesce(extract(epoch FROM now() - (
+            SELECT e.recorded_at FROM events e, consumer_checkpoints c
+            WHERE c.name = \(ChangeFeedConsumer.consumerName) AND (e.transaction_id, e.position) > (c.transaction_id, c.position)
+            ORDER BY e.transaction_id, e.position LIMIT 1)), 0)::float8
+        """
+}

@@ -1,0 +1,120 @@
+import EventStore
+import Foundation
+import Ledger
+import Postgres
+
+/// The statements of the change feed's writers (`sql/0022_change_feed.sql`):
+/// progress rows, changes and the deliveries they create, the wake-up.
+enum ChangeRows {
+    /// Notified when changes are published; the pull feed's waiters and the
+    /// webhook dispatchers listen.
+    static let notificationChannel = "subledger_changes"
+
+    /// Locks and reads the progress of `subscriberIDs` (those that have one).
+    /// Blocks while a sweeper holds one, so the two never publish the same
+    /// subscriber's sequence at once.
+    static func lockProgress(of subscriberIDs: [String], on connection: Connection) async throws -> [String: ChangeProgress] {
+        let wanted = PostgresJSON(data: try JSONEncoder().encode(subscriberIDs))
+        let rows = try await connection.query("""
+            SELECT subscriber_id, stream_version, clock, sequence, entitlements::text, next_transition_at
+            FROM change_subscribers
+            WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(wanted)::jsonb))
+            ORDER BY subscriber_id
+            FOR UPDATE
+            """)
+        return try progress(rows)
+    }
+
+    /// Locks up to `limit` subscribers whose next transition by time is due,
+    /// skipping those another sweeper (or the consumer) holds.
+    static func lockDue(at now: Date, limit: Int, on connection: Connection) async throws -> [String: ChangeProgress] {
+        let rows = try await connection.query("""
+            SELECT subscriber_id, stream_version, clock, sequence, entitlements::text, next_transition_at
+            FROM change_subscribers
+            WHERE next_transition_at <= \(now)
+            ORDER BY next_transition_at
+            LIMIT \(limit)
+            FOR UPDATE SKIP LOCKED
+            """)
+        return try progress(rows)
+    }
+
+    private static func progress(_ rows: PostgresRows) throws -> [String: ChangeProgress] {
+        var result: [String: ChangeProgress] = [:]
+        for row in rows {
+            let subscriberID = try row.decode(String.self, at: 0)
+            result[subscriberID] = ChangeProgress(
+                subscriberID: subscriberID, streamVersion: try row.decode(Int64.self, at: 1), clock: try row.decode(Date.self, at: 2),
+                sequence: try row.decode(Int64.self, at: 3),
+                published: try PublishedEntitlements(storedJSON: Data(try row.decode(String.self, at: 4).utf8)),
+                nextTransitionAt: try row.decode(Date?.self, at: 5))
+        }
+        return result
+    }
+
+    /// Upserts progress rows, one statement.
+    static func saveProgressStatement(_ progress: [ChangeProgress]) throws -> PostgresQuery? {
+        guard !progress.isEmpty else { return nil }
+        struct Row: Encodable {
+            var subscriber_id: String
+            var stream_version: Int64
+            var clock: Date
+            var sequence: Int64
+            var entitlements: String
+            var next_transition_at: Date?
+        }
+        let rows = progress.map {
+            Row(subscriber_id: $0.subscriberID, stream_version: $0.streamVersion, clock: $0.clock, sequence: $0.sequence,
+                entitlements: $0.published.storedJSON, next_transition_at: $0.nextTransitionAt)
+        }
+        let json = try PostgresJSON(encoding: rows, encoder: LedgerJSON.makeEncoder())
+        return """
+            INSERT INTO change_subscribers (subscriber_id, stream_version, clock, sequence, entitlements, next_transition_at)
+            SELECT subscriber_id, stream_version, clock, sequence, entitlements::jsonb, next_transition_at
+            FROM jsonb_to_recordset(\(json)::jsonb) AS x(subscriber_id text, stream_version bigint, clock timestamptz,
+                                                      sequence bigint, entitlements text, next_transition_at timestamptz)
+            ON CONFLICT (subscriber_id) DO UPDATE SET
+                stream_version = excluded.stream_version, clock = excluded.clock, sequence = excluded.sequence,
+                entitlements = excluded.entitlements, next_transition_at = excluded.next_transition_at
+            """
+    }
+
+    /// Inserts changes (in sequence order) and, in the same statement, a
+    /// pending delivery for each endpoint subscribed to its type. A change
+    /// whose id is already stored is left as it is (exactly once).
+    static func insertStatement(_ changes: [NewChange]) throws -> PostgresQuery? {
+        guard !changes.isEmpty else { return nil }
+        let json = try PostgresJSON(encoding: changes, encoder: LedgerJSON.makeEncoder())
+        return """
+            WITH input AS (
+                     SELECT x->>'id' AS id, x->>'subscriber_id' AS subscriber_id, (x->>'sequence')::bigint AS sequence,
+                            x->>'type' AS type, x->>'environment' AS environment,
+                            (x->>'recorded_at')::timestamptz AS recorded_at, (x->>'body')::jsonb AS body, n
+                     FROM jsonb_array_elements(\(json)::jsonb) WITH ORDINALITY AS t(x, n)),
+                 inserted AS (
+                     INSERT INTO changes (id, subscriber_id, sequence, type, environment, recorded_at, body)
+                     SELECT id, subscriber_id, sequence, type, environment, recorded_at, body FROM input ORDER BY n
+                     ON CONFLICT (id) DO NOTHING
+                     RETURNING id, subscriber_id, sequence, type)
+            INSERT INTO webhook_deliveries (endpoint_id, change_id, subscriber_id, sequence)
+            SELECT w.id, i.id, i.subscriber_id, i.sequence
+            FROM inserted i JOIN webhook_endpoints w ON cardinality(w.types) = 0 OR i.type = ANY (w.types)
+            """
+    }
+
+    static var notifyStatement: PostgresQuery {
+        "SELECT pg_notify(\(notificationChannel), '')"
+    }
+
+    /// The writes of a fold round, one pipeline: progress, changes with
+    /// their deliveries, and the wake-up when there is anything new.
+    static func write(_ folds: [ChangeFold], on connection: Connection) async throws {
+        let changes = folds.flatMap(\.changes)
+        let statements = [
+            try saveProgressStatement(folds.map(\.progress)),
+            try insertStatement(changes),
+            changes.isEmpty ? nil : notifyStatement,
+        ].compactMap { $0 }
+        if !statements.isEmpty { _ = try await connection.pipeline(statements) }
+    }
+}
