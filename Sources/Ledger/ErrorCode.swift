@@ -160,3 +160,11 @@ extension ErrorCode {
     /// Another status of the HTTP framework, e.g. `http_408`.
     public static func http(_ status: Int) -> ErrorCode { ErrorCode(rawValue: "http_\(status)") }
 }
+
+// MARK: Support actions
+extension ErrorCode {
+    /// A grant of an entitlement the catalog does not have (422).
+    public static let unknownEntitlement = ErrorCode(rawValue: "unknown_entitlement")
+    /// A grant id the subscriber never had (404).
+    public static let grantNotFound = ErrorCode(rawValue: "grant_not_found")
+}

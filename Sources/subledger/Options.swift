@@ -44,6 +44,8 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong(Variable.httpIdleTimeout.flag), help: ArgumentHelp(Variable.httpIdleTimeout.flagHelp)) var httpIdleTimeout: String?
     @Option(name: .customLong(Variable.httpMaximumConnections.flag), help: ArgumentHelp(Variable.httpMaximumConnections.flagHelp)) var httpMaximumConnections: String?
     @Option(name: .customLong(Variable.logLevel.flag), help: ArgumentHelp(Variable.logLevel.flagHelp)) var logLevel: String?
+    @Option(name: .customLong(Variable.audit.flag), help: ArgumentHelp(Variable.audit.flagHelp)) var audit: String?
+    @Option(name: .customLong(Variable.auditRetention.flag), help: ArgumentHelp(Variable.auditRetention.flagHelp)) var auditRetention: String?
 
     /// Each variable with the value its flag was given, if any.
     var flags: [(Variable, String?)] {
@@ -81,6 +83,8 @@ struct ConfigurationOptions: ParsableArguments {
             (.httpIdleTimeout, httpIdleTimeout),
             (.httpMaximumConnections, httpMaximumConnections),
             (.logLevel, logLevel),
+            (.audit, audit),
+            (.auditRetention, auditRetention),
         ]
     }
 

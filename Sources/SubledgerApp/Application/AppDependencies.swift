@@ -33,6 +33,9 @@ public struct AppDependencies: Sendable {
     /// queries, stats) may hold at once: a quarter of the pool, so however
     /// many of them arrive, writes and Apple's notifications find one.
     public var supportReads: PoolShare
+    /// Who read or changed which subscriber, buffered until `AuditService`
+    /// writes it (`SUBLEDGER_AUDIT`).
+    public var auditTrail: AuditTrail
 
     public init(configuration: SubledgerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
                 metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
@@ -45,5 +48,6 @@ public struct AppDependencies: Sendable {
         self.metrics = metrics
         self.consumers = consumers
         self.logger = logger
+        self.auditTrail = AuditTrail(isEnabled: configuration.auditEnabled)
     }
 }

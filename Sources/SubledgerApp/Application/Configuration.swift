@@ -60,6 +60,10 @@ public struct SubledgerConfiguration: Sendable {
     /// Limits every service connection sets on itself, so a stuck statement,
     /// lock wait or forgotten transaction cannot hold a connection for ever.
     public var sessionTimeouts: SessionTimeouts
+    /// Whether requests about subscribers are audited (`SUBLEDGER_AUDIT`).
+    public var auditEnabled = true
+    /// How long audit entries are kept; nil: for ever (`SUBLEDGER_AUDIT_RETENTION`).
+    public var auditRetention: AuditRetention?
 
     /// Every variable at its default.
     public init() {
@@ -180,6 +184,18 @@ public struct SubledgerConfiguration: Sendable {
             throw fail(.logLevel, "expected trace, debug, info, notice, warning, error or critical, got \(level)")
         }
         logLevel = parsedLevel
+        switch (value(.audit) ?? "").lowercased() {
+        case "on": auditEnabled = true
+        case "off": auditEnabled = false
+        case let other: throw fail(.audit, "expected on or off, got \(other.prefix(64))")
+        }
+        let retention = value(.auditRetention) ?? ""
+        do {
+            let duration = try ISODuration(parsing: retention)
+            auditRetention = duration.isZero ? nil : AuditRetention(duration)
+        } catch {
+            throw fail(.auditRetention, "expected an ISO 8601 duration of days, weeks, months or years such as P400D (P0D: keep for ever), got \(retention.prefix(64))")
+        }
     }
 }
 

@@ -115,6 +115,12 @@ extension ConfigurationVariable {
     public static let logLevel = ConfigurationVariable(
         "LOG_LEVEL", flag: "log-level", default: "info", help: "trace, debug, info, notice, warning, error or critical")
 
+    public static let audit = ConfigurationVariable(
+        "SUBLEDGER_AUDIT", flag: "audit", default: "on",
+        help: "on, or off: record no audit entries (for measuring what auditing costs)")
+    public static let auditRetention = ConfigurationVariable(
+        "SUBLEDGER_AUDIT_RETENTION", flag: "audit-retention", default: "P400D",
+        help: "ISO 8601 duration audit entries are kept, P0D = for ever")
     /// Every variable, in the order `--help` and the docs list them.
     public static let all: [ConfigurationVariable] = [
         databaseURL, dataDirectory, sqlDirectory, host, port, apiKeys, products, restorePolicy, restoreVerify,
@@ -123,5 +129,6 @@ extension ConfigurationVariable {
         appStoreVerifyURL, appStoreSandboxURL, appStoreSharedSecret, appStoreKeyFile, appStoreKeyID, appStoreIssuerID,
         appStoreAPIURL, appStoreAPISandboxURL, appStoreReconcileInterval, httpReadTimeout, httpIdleTimeout,
         httpMaximumConnections, logLevel,
+        audit, auditRetention,
     ]
 }
