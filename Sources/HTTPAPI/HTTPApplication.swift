@@ -20,6 +20,7 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
     router.add(middleware: ErrorMiddleware(logger: dependencies.logger,
                                            maximumBodySize: dependencies.configuration.maximumBodySize))
     router.add(middleware: BodyLimitMiddleware(maximumBodySize: dependencies.configuration.maximumBodySize))
+    router.add(middleware: AuditTrailMiddleware(trail: dependencies.auditTrail))
     let keys = dependencies.configuration.apiKeys
     let (writer, reader, appStore) = (components.writer, components.reader, components.appStore)
     HealthController(health: HealthStore(dependencies), metrics: dependencies.metrics, logger: dependencies.logger)
@@ -46,6 +47,8 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
     ChangesController(reader: ChangeFeedReader(dependencies), keys: keys,
                       maximumWait: dependencies.configuration.changesMaximumWait).addRoutes(to: router)
     WebhooksController(store: WebhookStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
+    GrantsController(writer: writer, keys: keys).addRoutes(to: router)
+    AuditController(trail: dependencies.auditTrail, pool: dependencies.pool, keys: keys).addRoutes(to: router)
     return router
 }
 
@@ -78,7 +81,14 @@ public func buildApplication(
         configuration: ApplicationConfiguration(
             address: .hostname(configuration.host, port: configuration.port), serverName: "subledger",
             availableConnectionsDelegate: MaximumAvailableConnections(limits.maximumConnections, logger: dependencies.logger)),
-        services: [dependencies.pool] + extraServices,
+        services: [dependencies.pool] + [auditService(dependencies)] + extraServices,
         onServerRunning: onServerRunning,
         logger: dependencies.logger)
+}
+
+/// Writes the audit trail and prunes it; placed right after the pool, it
+/// stops after the server and the workers, so their last entries are written.
+func auditService(_ dependencies: AppDependencies) -> AuditService {
+    AuditService(trail: dependencies.auditTrail, pool: dependencies.pool, retention: dependencies.configuration.auditRetention,
+                 logger: dependencies.logger)
 }

@@ -33,6 +33,9 @@ struct ActivityTimeline {
     /// Per subscription (see `autoRenewableUnit`, `nonRenewingUnit`): the
     /// start of its latest stretch of continuous access.
     private(set) var lastRunStart: [String: Date] = [:]
+    /// Support grants (Production only): each entitlement given by hand,
+    /// from its start until its end or its revocation.
+    private(set) var grantPieces: [(entitlement: String, piece: Piece)] = []
 
     static func autoRenewableUnit(_ originalTransactionID: String) -> String { "o:" + originalTransactionID }
     static func nonRenewingUnit(_ group: String) -> String { "g:" + group }
@@ -59,6 +62,15 @@ struct ActivityTimeline {
             if !renewing.isEmpty { originals.append((original, renewing)) }
         }
         originals.sort { $0.original < $1.original }
+        if environment == .production {
+            for dated in ledger.supportGrants.values {
+                let grant = dated.value
+                let end = min(grant.endsAt, ledger.grantRevocations[grant.grantID]?.date ?? .distantFuture)
+                guard grant.startsAt < end else { continue }
+                grantPieces.append((grant.entitlement, Piece(start: grant.startsAt, end: end, productID: "", type: .nonConsumable,
+                                                             group: "", source: grant.entitlementSource)))
+            }
+        }
         for (original, records) in originals {
             let added = sweepAutoRenewable(records, ledger: ledger)
             lastRunStart[Self.autoRenewableUnit(original)] = Self.lastRunStart(of: added)
@@ -302,6 +314,7 @@ struct ActivityTimeline {
                 granted.append((entitlement, piece))
             }
         }
+        granted += grantPieces
         granted.sort { ($0.entitlement, $0.piece.start, $0.piece.source) < ($1.entitlement, $1.piece.start, $1.piece.source) }
         return Self.runs(of: granted, by: \.entitlement).flatMap { entitlement, run in
             Self.merged(run.map(\.piece)).map { piece in

@@ -168,3 +168,11 @@ extension ErrorCode {
     /// The endpoint has no delivery with that id.
     public static let deliveryNotFound = ErrorCode(rawValue: "delivery_not_found")
 }
+
+// MARK: Support actions
+extension ErrorCode {
+    /// A grant of an entitlement the catalog does not have (422).
+    public static let unknownEntitlement = ErrorCode(rawValue: "unknown_entitlement")
+    /// A grant id the subscriber never had (404).
+    public static let grantNotFound = ErrorCode(rawValue: "grant_not_found")
+}

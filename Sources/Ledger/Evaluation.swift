@@ -126,7 +126,10 @@ struct Evaluation {
         transactions = Self.sortedInPurchaseOrder(transactions + latestOfChains)
         evaluateAutoRenewables(ledger: ledger, chains: chains)
         evaluateNonRenewing()
-        if includingGrants { evaluateGrants(catalog: catalog) }
+        if includingGrants {
+            evaluateGrants(catalog: catalog)
+            evaluateSupportGrants(ledger: ledger)
+        }
     }
 
     /// Purchase date, then position, then id: the order periods stack in and
@@ -308,6 +311,33 @@ struct Evaluation {
                                         active: false, end: refunded.revokedAt, reason: why, positions: positions))
                 }
             }
+        }
+    }
+
+    /// Entitlements given by hand: active from the grant's start until its
+    /// end, or until its revocation once that is in effect. They belong to
+    /// Production: a Sandbox view shows only what the sandbox store gave.
+    private mutating func evaluateSupportGrants(ledger: SubscriberLedger) {
+        guard environment == .production, !ledger.supportGrants.isEmpty else { return }
+        for dated in ledger.supportGrants.values where dated.value.startsAt <= at {
+            let grant = dated.value
+            var positions = [dated.position]
+            var end = grant.endsAt
+            let granted = "granted by \(grant.grantedBy.description) at \(RFC3339.format(grant.startsAt))"
+                + " until \(RFC3339.format(grant.endsAt)) (grant \(grant.grantID)), reason: \(grant.reason)"
+            let why: String
+            if let revoked = ledger.grantRevocations[grant.grantID], revoked.date <= at {
+                positions.append(revoked.position)
+                end = min(end, revoked.date)
+                why = granted + "; revoked at \(RFC3339.format(revoked.date)) by \(revoked.value.revokedBy.description)"
+                    + (revoked.value.reason.map { ", reason: \($0)" } ?? "")
+            } else if at < grant.endsAt {
+                why = granted
+            } else {
+                why = granted + "; it ended at \(RFC3339.format(grant.endsAt))"
+            }
+            grants.append(Grant(entitlement: grant.entitlement, productID: "", source: grant.entitlementSource,
+                                active: at < end, end: end, reason: "support grant " + why, positions: positions))
         }
     }
 

@@ -45,7 +45,7 @@ public func explain(_ ledger: SubscriberLedger, catalog: Catalog, at: Date, envi
             id: id, active: chosen.active,
             reasons: [verdict + chosen.reason] + others.map { "Also: " + $0.reason },
             positions: Array(Set(all.flatMap(\.positions))).sorted(),
-            transactionIDs: Array(Set(all.map(\.source))).sorted())
+            transactionIDs: Array(Set(all.filter { !$0.productID.isEmpty }.map(\.source))).sorted())
     }
     let granted = Set(entitlements.map(\.id))
     return Explanation(subscriberID: subscriberID, at: at, environment: environment, entitlements: entitlements,

@@ -26,6 +26,8 @@ extension LedgerEvent {
         case .transferredOut(let transfer), .transferredIn(let transfer): return try encoded(transfer)
         case .deviceSeen(let device): return try encoded(device)
         case .reminderSent(let delivery), .reminderFailed(let delivery): return try encoded(delivery)
+        case .granted(let grant): return try encoded(grant)
+        case .grantRevoked(let revocation): return try encoded(revocation)
         case .unknown(_, _, let data): return data
         }
     }
@@ -60,6 +62,8 @@ extension LedgerEvent {
         case .deviceSeen: return .deviceSeen(try payload(DeviceSeen.self))
         case .reminderSent: return .reminderSent(try payload(ReminderDelivery.self))
         case .reminderFailed: return .reminderFailed(try payload(ReminderDelivery.self))
+        case .granted: return .granted(try payload(SupportGrant.self))
+        case .grantRevoked: return .grantRevoked(try payload(GrantRevocation.self))
         }
     }
 }

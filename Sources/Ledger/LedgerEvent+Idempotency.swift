@@ -38,6 +38,10 @@ extension LedgerEvent {
             return "reminder-sent:" + delivery.reminderID
         case .reminderFailed(let delivery):
             return "reminder-failed:\(delivery.reminderID):\(delivery.attempt)"
+        case .granted(let grant):
+            return "grant:" + grant.grantID
+        case .grantRevoked(let revocation):
+            return "grant-revoked:" + revocation.grantID
         case .unknown:
             return nil
         }

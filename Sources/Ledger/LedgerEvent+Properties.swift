@@ -15,6 +15,8 @@ extension LedgerEvent {
         case .transferredOut(let transfer), .transferredIn(let transfer): transfer.date
         case .deviceSeen(let device): device.date
         case .reminderSent(let delivery), .reminderFailed(let delivery): delivery.date
+        case .granted(let grant): grant.startsAt
+        case .grantRevoked(let revocation): revocation.date
         case .unknown: nil
         }
     }
@@ -32,6 +34,8 @@ extension LedgerEvent {
         case .transferredOut(let transfer), .transferredIn(let transfer): transfer.source
         case .deviceSeen(let device): device.source
         case .reminderSent(let delivery), .reminderFailed(let delivery): delivery.source
+        case .granted(let grant): grant.source
+        case .grantRevoked(let revocation): revocation.source
         case .unknown: nil
         }
     }

@@ -53,6 +53,11 @@ public func summary(of event: LedgerEvent) -> String {
         return "Sent \(delivery.type == .expiryPrompt ? "expiry prompt" : "renewal reminder (\(delivery.lead) before)") for group \(delivery.group), coverage ends \(RFC3339.format(delivery.expiresAt))"
     case .reminderFailed(let delivery):
         return "Reminder \(delivery.reminderID) attempt \(delivery.attempt) failed" + (delivery.error.map { ": \($0)" } ?? "")
+    case .granted(let grant):
+        return "Granted \(grant.entitlement) (grant \(grant.grantID)) from \(RFC3339.format(grant.startsAt)) until \(RFC3339.format(grant.endsAt)) by \(grant.grantedBy.description): \(grant.reason)"
+    case .grantRevoked(let revocation):
+        return "Revoked grant \(revocation.grantID) at \(RFC3339.format(revocation.date)) by \(revocation.revokedBy.description)"
+            + (revocation.reason.map { ": \($0)" } ?? "")
     case .unknown(let type, let version, _):
         return "Event \(type) (schema version \(version), not known to this version)"
     }

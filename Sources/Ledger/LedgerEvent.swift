@@ -18,6 +18,8 @@ public enum LedgerEventType: String, Sendable, Hashable, CaseIterable {
     case deviceSeen = "device_seen"
     case reminderSent = "reminder_sent"
     case reminderFailed = "reminder_failed"
+    case granted
+    case grantRevoked = "grant_revoked"
 }
 
 /// A fact in a subscriber's stream. All known types are at schema version 1.
@@ -39,6 +41,9 @@ public enum LedgerEvent: Sendable, Hashable {
     case deviceSeen(DeviceSeen)
     case reminderSent(ReminderDelivery)
     case reminderFailed(ReminderDelivery)
+    /// An entitlement given by hand (support, `POST …/grants`).
+    case granted(SupportGrant)
+    case grantRevoked(GrantRevocation)
     case unknown(type: String, schemaVersion: Int, data: Data)
 
     /// The current schema version of every known type.
@@ -61,6 +66,8 @@ public enum LedgerEvent: Sendable, Hashable {
         case .deviceSeen: .deviceSeen
         case .reminderSent: .reminderSent
         case .reminderFailed: .reminderFailed
+        case .granted: .granted
+        case .grantRevoked: .grantRevoked
         case .unknown: nil
         }
     }

@@ -97,6 +97,7 @@ extension SubscriberLedger {
         for record in transactions.values where !environments.contains(record.fact.environment) {
             environments.append(record.fact.environment)
         }
+        if !supportGrants.isEmpty, !environments.contains(.production) { environments.append(.production) }
         for environment in Environment.allCases where environments.contains(environment) {
             let timeline = ActivityTimeline(ledger: self, catalog: catalog, environment: environment)
             model.entitlements += timeline.entitlementIntervals()

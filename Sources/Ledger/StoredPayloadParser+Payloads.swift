@@ -253,4 +253,58 @@ extension StoredPayloadParser {
         return ReminderDelivery(reminderID: reminderID, type: type, group: group, productID: productID, expiresAt: expiresAt,
                                 lead: lead, dueAt: dueAt, date: date, attempt: attempt, error: error.value, source: source)
     }
+
+    mutating func actorStamp() -> ActorStamp? {
+        var role = Field<String>(), keyFingerprint = Field<String>(), actor = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "role": parser.read(&role) { $0.string() }
+            case key == "keyFingerprint": parser.read(&keyFingerprint) { $0.string() }
+            case key == "actor": parser.read(&actor, nullable: true) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let role = role.value, let keyFingerprint = keyFingerprint.value else { return nil }
+        return ActorStamp(role: role, keyFingerprint: keyFingerprint, actor: actor.value)
+    }
+
+    mutating func supportGrant() -> SupportGrant? {
+        var grantID = Field<String>(), entitlement = Field<String>(), startsAt = Field<Date>(), endsAt = Field<Date>()
+        var reason = Field<String>(), grantedBy = Field<ActorStamp>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "grantId": parser.read(&grantID) { $0.string() }
+            case key == "entitlement": parser.read(&entitlement) { $0.string() }
+            case key == "startsAt": parser.read(&startsAt) { $0.date() }
+            case key == "endsAt": parser.read(&endsAt) { $0.date() }
+            case key == "reason": parser.read(&reason) { $0.string() }
+            case key == "grantedBy": parser.read(&grantedBy) { $0.actorStamp() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let grantID = grantID.value, let entitlement = entitlement.value, let startsAt = startsAt.value,
+              let endsAt = endsAt.value, let reason = reason.value, let grantedBy = grantedBy.value, let source = source.value
+        else { return nil }
+        return SupportGrant(grantID: grantID, entitlement: entitlement, startsAt: startsAt, endsAt: endsAt, reason: reason,
+                            grantedBy: grantedBy, source: source)
+    }
+
+    mutating func grantRevocation() -> GrantRevocation? {
+        var grantID = Field<String>(), date = Field<Date>(), reason = Field<String>(), revokedBy = Field<ActorStamp>()
+        var source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "grantId": parser.read(&grantID) { $0.string() }
+            case key == "date": parser.read(&date) { $0.date() }
+            case key == "reason": parser.read(&reason, nullable: true) { $0.string() }
+            case key == "revokedBy": parser.read(&revokedBy) { $0.actorStamp() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let grantID = grantID.value, let date = date.value, let revokedBy = revokedBy.value, let source = source.value
+        else { return nil }
+        return GrantRevocation(grantID: grantID, date: date, reason: reason.value, revokedBy: revokedBy, source: source)
+    }
 }

@@ -41,8 +41,8 @@ extension LedgerEvent {
 /// exactly as that would — anything but the plain shape this build writes —
 /// makes it return nil, and the caller decodes with `JSONDecoder` instead.
 /// So it needs to be right only about what it accepts, and hostile input
-/// costs at worst a fallback. Nothing recurses beyond the one nested
-/// transaction of a transfer.
+/// costs at worst a fallback. Nothing recurses beyond one nested object
+/// (a transfer's transaction, a grant's actor).
 struct StoredPayloadParser {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
@@ -76,6 +76,8 @@ struct StoredPayloadParser {
         case .deviceSeen: deviceSeen().map(LedgerEvent.deviceSeen)
         case .reminderSent: reminderDelivery().map(LedgerEvent.reminderSent)
         case .reminderFailed: reminderDelivery().map(LedgerEvent.reminderFailed)
+        case .granted: supportGrant().map(LedgerEvent.granted)
+        case .grantRevoked: grantRevocation().map(LedgerEvent.grantRevoked)
         }
     }
 

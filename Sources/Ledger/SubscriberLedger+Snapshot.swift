@@ -33,6 +33,12 @@ extension SubscriberLedger {
         out.dictionary(storeExpiries) { $0.array($1) { $0.dated($1) { $0.expiry($1) } } }
         out.dictionary(devices) { $0.dated($1) { $0.string($1) } }
         out.dictionary(remindersSent) { $0.dated($1) { $0.delivery($1) } }
+        // Support grants come last, and only when there are any: a snapshot
+        // without them is the same bytes as before grants existed.
+        if !supportGrants.isEmpty || !grantRevocations.isEmpty {
+            out.dictionary(supportGrants) { $0.dated($1) { $0.grant($1) } }
+            out.dictionary(grantRevocations) { $0.dated($1) { $0.grantRevocation($1) } }
+        }
         return Data(out.bytes)
     }
 
@@ -55,6 +61,10 @@ extension SubscriberLedger {
         storeExpiries = try input.dictionary { try $0.array { try $0.dated { try $0.expiry() } } }
         devices = try input.dictionary { try $0.dated { try $0.string() } }
         remindersSent = try input.dictionary { try $0.dated { try $0.delivery() } }
+        if !input.isAtEnd {
+            supportGrants = try input.dictionary { try $0.dated { try $0.grant() } }
+            grantRevocations = try input.dictionary { try $0.dated { try $0.grantRevocation() } }
+        }
         guard input.isAtEnd else { throw SnapshotError(reason: "trailing bytes") }
     }
 }
@@ -174,6 +184,30 @@ struct SnapshotWriter {
         date(fact.expiresDate)
         optional(fact.reason) { $0.string($1) }
         environment(fact.environment)
+        string(fact.source)
+    }
+
+    mutating func actor(_ stamp: ActorStamp) {
+        string(stamp.role)
+        string(stamp.keyFingerprint)
+        optional(stamp.actor) { $0.string($1) }
+    }
+
+    mutating func grant(_ fact: SupportGrant) {
+        string(fact.grantID)
+        string(fact.entitlement)
+        date(fact.startsAt)
+        date(fact.endsAt)
+        string(fact.reason)
+        actor(fact.grantedBy)
+        string(fact.source)
+    }
+
+    mutating func grantRevocation(_ fact: GrantRevocation) {
+        string(fact.grantID)
+        date(fact.date)
+        optional(fact.reason) { $0.string($1) }
+        actor(fact.revokedBy)
         string(fact.source)
     }
 
@@ -319,5 +353,19 @@ struct SnapshotReader {
         return ReminderDelivery(reminderID: id, type: type, group: try string(), productID: try string(), expiresAt: try date(),
                                 lead: try duration(), dueAt: try date(), date: try date(), attempt: Int(try int()),
                                 error: try optional { try $0.string() }, source: try string())
+    }
+
+    mutating func actor() throws -> ActorStamp {
+        ActorStamp(role: try string(), keyFingerprint: try string(), actor: try optional { try $0.string() })
+    }
+
+    mutating func grant() throws -> SupportGrant {
+        SupportGrant(grantID: try string(), entitlement: try string(), startsAt: try date(), endsAt: try date(),
+                     reason: try string(), grantedBy: try actor(), source: try string())
+    }
+
+    mutating func grantRevocation() throws -> GrantRevocation {
+        GrantRevocation(grantID: try string(), date: try date(), reason: try optional { try $0.string() },
+                        revokedBy: try actor(), source: try string())
     }
 }

@@ -44,6 +44,11 @@ extension SubscriberLedger {
         }
         for expiry in storeExpiries.values.joined() { consider(expiry.date) }
         for device in devices.values { consider(device.date) }
+        for grant in supportGrants.values {
+            consider(grant.value.startsAt)
+            consider(grant.value.endsAt)
+        }
+        for revocation in grantRevocations.values { consider(revocation.date) }
         for group in evaluation.nonRenewingGroups {
             for period in group.periods {
                 consider(period.start)

@@ -76,6 +76,9 @@ public struct SubscriberLedger: Sendable, Equatable {
     var storeExpiries: [String: [Dated<ExpiryFact>]] = [:]
     var devices: [String: Dated<String>] = [:]
     var remindersSent: [String: Dated<ReminderDelivery>] = [:]
+    /// Support grants by grant id (dated by their start), and their revocations.
+    var supportGrants: [String: Dated<SupportGrant>] = [:]
+    var grantRevocations: [String: Dated<GrantRevocation>] = [:]
     /// `transactions` grouped by original transaction, in the order they
     /// were recorded: a chain is walked without a lookup per transaction.
     var byOriginal = OriginalIndex()
@@ -168,6 +171,10 @@ public struct SubscriberLedger: Sendable, Equatable {
             seeDevice(device.deviceID, at: device.date, position: position)
         case .reminderSent(let delivery):
             remindersSent[delivery.reminderID] = Dated(date: delivery.date, position: position, value: delivery)
+        case .granted(let grant):
+            supportGrants[grant.grantID] = Dated(date: grant.startsAt, position: position, value: grant)
+        case .grantRevoked(let revocation):
+            grantRevocations[revocation.grantID] = Dated(date: revocation.date, position: position, value: revocation)
         case .reminderFailed, .unknown:
             break
         }

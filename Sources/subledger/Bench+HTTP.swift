@@ -101,6 +101,8 @@ extension Bench {
         configuration.host = "127.0.0.1"
         configuration.port = Int.random(in: 30_000...60_000)
         configuration.apiKeys = APIKeys([(.ingest, "bench-ingest-key")])
+        // `--audit off` measures the same build without the audit trail.
+        configuration.auditEnabled = (try? options.resolve().auditEnabled) ?? true
         configure(&configuration)
         let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: writers,
                                                                    sessionTimeouts: configuration.sessionTimeouts), logger: logger)

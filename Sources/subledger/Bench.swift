@@ -132,7 +132,8 @@ struct Bench: AsyncParsableCommand {
         let payload = Self.payload
         let duration = Duration.milliseconds(Int(seconds * 1000))
 
-        print("subledger bench: \(seconds) s per measurement, \(writers) concurrent writers, batches of \(batchSize)")
+        print("subledger bench: \(seconds) s per measurement, \(writers) concurrent writers, batches of \(batchSize), "
+              + "audit \(((try? options.resolve().auditEnabled) ?? true) ? "on" : "off")")
         let baseline1 = try await Self.rate("PostgreSQL INSERT, 1 writer", duration: duration, writers: 1) { _, _ in
             try await pool.query("INSERT INTO bench_baseline (data) VALUES (\(PostgresJSON(text: payload))::jsonb)")
             return 1

@@ -45,6 +45,8 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong(Variable.httpMaximumConnections.flag), help: ArgumentHelp(Variable.httpMaximumConnections.flagHelp)) var httpMaximumConnections: String?
     @Option(name: .customLong(Variable.logLevel.flag), help: ArgumentHelp(Variable.logLevel.flagHelp)) var logLevel: String?
     @Option(name: .customLong(Variable.changesMaximumWait.flag), help: ArgumentHelp(Variable.changesMaximumWait.flagHelp)) var changesMaximumWait: String?
+    @Option(name: .customLong(Variable.audit.flag), help: ArgumentHelp(Variable.audit.flagHelp)) var audit: String?
+    @Option(name: .customLong(Variable.auditRetention.flag), help: ArgumentHelp(Variable.auditRetention.flagHelp)) var auditRetention: String?
 
     /// Each variable with the value its flag was given, if any.
     var flags: [(Variable, String?)] {
@@ -83,6 +85,8 @@ struct ConfigurationOptions: ParsableArguments {
             (.httpMaximumConnections, httpMaximumConnections),
             (.logLevel, logLevel),
             (.changesMaximumWait, changesMaximumWait),
+            (.audit, audit),
+            (.auditRetention, auditRetention),
         ]
     }
 

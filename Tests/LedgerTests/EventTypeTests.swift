@@ -22,13 +22,17 @@ struct EventTypeTests {
         .transferredOut(transfer), .transferredIn(transfer),
         .deviceSeen(DeviceSeen(deviceID: "D1", date: day)),
         .reminderSent(delivery), .reminderFailed(delivery),
+        .granted(SupportGrant(grantID: "g", entitlement: "pro", startsAt: day, endsAt: day + 86_400, reason: "apology",
+                              grantedBy: ActorStamp(role: "admin", keyFingerprint: "0123456789ab", actor: "Ann"))),
+        .grantRevoked(GrantRevocation(grantID: "g", date: day + 3600, reason: nil,
+                                      revokedBy: ActorStamp(role: "admin", keyFingerprint: "0123456789ab"))),
     ]
 
     @Test func theNamesAreTheContracts() {
         #expect(LedgerEventType.allCases.map(\.rawValue) == [
             "purchased", "renewed", "restored", "refunded", "refund_reversed", "renewal_extended", "expired",
             "auto_renew_changed", "billing_issue", "transferred_out", "transferred_in", "device_seen", "reminder_sent",
-            "reminder_failed",
+            "reminder_failed", "granted", "grant_revoked",
         ])
     }
 

@@ -222,6 +222,13 @@ struct EventGenerator {
         case .deviceSeen: .deviceSeen(DeviceSeen(deviceID: text(), date: date(), source: text()))
         case .reminderSent: .reminderSent(delivery())
         case .reminderFailed: .reminderFailed(delivery())
+        case .granted:
+            .granted(SupportGrant(grantID: text(), entitlement: text(), startsAt: date(), endsAt: date(), reason: text(),
+                                  grantedBy: ActorStamp(role: text(), keyFingerprint: text(), actor: maybe(text())), source: text()))
+        case .grantRevoked:
+            .grantRevoked(GrantRevocation(grantID: text(), date: date(), reason: maybe(text()),
+                                          revokedBy: ActorStamp(role: text(), keyFingerprint: text(), actor: maybe(text())),
+                                          source: text()))
         }
     }
 }

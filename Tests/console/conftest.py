@@ -41,6 +41,9 @@ XSS_REASON = '<img src=x onerror="alert(3)"><b>refund</b>'
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
 
+# The name typed at sign-in: the console sends it as Subledger-Actor.
+ACTOR = "Console Tester"
+
 
 def iso(instant):
     return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -196,15 +199,19 @@ class Console:
         self.open()
         self.visible("#signin-key")
 
-    def sign_in(self, key):
+    def sign_in(self, key, name=ACTOR):
         self.sign_out_if_needed()
+        name_field = self.find("#signin-name")
+        name_field.clear()
+        if name:
+            name_field.send_keys(name)
         field = self.find("#signin-key")
         field.clear()
         field.send_keys(key)
         self.find("#signin-submit").click()
 
-    def signed_in(self, key=SUPPORT_KEY):
-        self.sign_in(key)
+    def signed_in(self, key=SUPPORT_KEY, name=ACTOR):
+        self.sign_in(key, name)
         self.visible("#search-input")
         self.settled()
 

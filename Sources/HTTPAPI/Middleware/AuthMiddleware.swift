@@ -1,7 +1,10 @@
+import Foundation
 import Hummingbird
 import SubledgerApp
 
-/// Requires an API key whose role allows `access`.
+/// Requires an API key whose role allows `access`, and records in the audit
+/// trail (when the request context carries one) every request about one
+/// subscriber and every other admin action, allowed or not.
 public struct AuthMiddleware: RouterMiddleware {
     public typealias Context = AppRequestContext
     let keys: APIKeys
@@ -17,12 +20,25 @@ public struct AuthMiddleware: RouterMiddleware {
         guard let header = request.headers[.authorization], header.count > 7,
               header.prefix(7).lowercased() == "bearer "
         else { throw APIError.unauthorized }
-        guard let role = keys.role(for: header.dropFirst(7)) else {
+        guard let (role, fingerprint) = keys.identify(header.dropFirst(7)) else {
             throw APIError(.unauthorized, code: .unauthorized, message: "the API key is not valid")
         }
-        guard access.allows(role) else { throw APIError.forbidden }
         var context = context
         context.role = role
-        return try await next(request, context)
+        context.keyFingerprint = fingerprint
+        context.actor = request.headers[AuditRecord.actorHeader].map { UntrustedText.escaped($0, limit: AuditRecord.maximumActorBytes) }
+        guard let trail = context.auditTrail, trail.isEnabled, let subject = AuditRecord.subject(of: request, context: context) else {
+            guard access.allows(role) else { throw APIError.forbidden }
+            return try await next(request, context)
+        }
+        do {
+            guard access.allows(role) else { throw APIError.forbidden }
+            let response = try await next(request, context)
+            trail.record(AuditRecord.entry(request, context: context, subject: subject, status: response.status.code))
+            return response
+        } catch {
+            trail.record(AuditRecord.entry(request, context: context, subject: subject, status: AuditRecord.status(of: error)))
+            throw error
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Hummingbird
 import SubledgerApp
+import Ledger
 import Logging
 
 /// Per-request context: the contract's 1 MiB body limit and the caller's role.
@@ -15,4 +16,16 @@ public struct AppRequestContext: RequestContext {
     }
 
     public var maxUploadSize: Int { maximumBodySize }
+
+    /// Set by `AuthMiddleware`: the fingerprint of the caller's key (never
+    /// the key) and the `Subledger-Actor` it sent, escaped and bounded.
+    public var keyFingerprint: String?
+    public var actor: String?
+    /// Set by the router: where `AuthMiddleware` records audited requests.
+    public var auditTrail: AuditTrail?
+
+    /// Who is acting, as support actions record it.
+    var actorStamp: ActorStamp {
+        ActorStamp(role: role?.rawValue ?? "", keyFingerprint: keyFingerprint ?? "", actor: actor)
+    }
 }

@@ -1,3 +1,5 @@
+import Crypto
+
 /// An API key's role.
 public enum Role: String, Sendable, CaseIterable {
     /// Writes events and reads subscribers (an app's backend).
@@ -33,6 +35,14 @@ public struct APIKeys: Sendable {
     struct Entry: Sendable {
         var role: Role
         var key: [UInt8]
+        /// What the audit records instead of the key (`fingerprint(of:)`).
+        var fingerprint: String
+
+        init(role: Role, key: [UInt8]) {
+            self.role = role
+            self.key = key
+            fingerprint = APIKeys.fingerprint(of: key)
+        }
     }
     var entries: [Entry] = []
 
@@ -56,6 +66,23 @@ public struct APIKeys: Sendable {
     }
 
     public var isEmpty: Bool { entries.isEmpty }
+
+    /// The first 12 hex digits of the key's SHA-256: tells keys apart in
+    /// the audit without revealing them (48 bits cannot be turned back into
+    /// a key of any useful length).
+    public static func fingerprint(of key: some Sequence<UInt8>) -> String {
+        SHA256.hash(data: Array(key)).prefix(6).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The role and fingerprint of a presented key, compared as `role(for:)` does.
+    public func identify(_ presented: some StringProtocol) -> (role: Role, fingerprint: String)? {
+        let candidate = Array(presented.utf8)
+        var found: (role: Role, fingerprint: String)?
+        for entry in entries where constantTimeEquals(entry.key, candidate) {
+            found = found ?? (entry.role, entry.fingerprint)
+        }
+        return found
+    }
 
     /// The role of a presented key. Every configured key is compared in full,
     /// in time independent of where the bytes differ.

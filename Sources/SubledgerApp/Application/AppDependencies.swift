@@ -36,6 +36,9 @@ public struct AppDependencies: Sendable {
     /// Wakes the change feed's long-polls: one listening connection per
     /// instance, shared by every waiting request.
     public var changeSignal = ChangeSignal()
+    /// Who read or changed which subscriber, buffered until `AuditService`
+    /// writes it (`SUBLEDGER_AUDIT`).
+    public var auditTrail: AuditTrail
 
     public init(configuration: SubledgerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
                 metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
@@ -48,5 +51,6 @@ public struct AppDependencies: Sendable {
         self.metrics = metrics
         self.consumers = consumers
         self.logger = logger
+        self.auditTrail = AuditTrail(isEnabled: configuration.auditEnabled)
     }
 }

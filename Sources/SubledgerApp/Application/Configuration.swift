@@ -62,6 +62,10 @@ public struct SubledgerConfiguration: Sendable {
     public var sessionTimeouts: SessionTimeouts
     /// The longest a change feed long-poll is held (`SUBLEDGER_CHANGES_MAX_WAIT`), whatever `wait` asks.
     public var changesMaximumWait: Duration = .seconds(30)
+    /// Whether requests about subscribers are audited (`SUBLEDGER_AUDIT`).
+    public var auditEnabled = true
+    /// How long audit entries are kept; nil: for ever (`SUBLEDGER_AUDIT_RETENTION`).
+    public var auditRetention: AuditRetention?
 
     /// Every variable at its default.
     public init() {
@@ -187,6 +191,18 @@ public struct SubledgerConfiguration: Sendable {
             throw fail(.changesMaximumWait, "expected whole seconds from 0 to 30, got \(maximumWait.prefix(64))")
         }
         changesMaximumWait = .seconds(waitSeconds)
+        switch (value(.audit) ?? "").lowercased() {
+        case "on": auditEnabled = true
+        case "off": auditEnabled = false
+        case let other: throw fail(.audit, "expected on or off, got \(other.prefix(64))")
+        }
+        let retention = value(.auditRetention) ?? ""
+        do {
+            let duration = try ISODuration(parsing: retention)
+            auditRetention = duration.isZero ? nil : AuditRetention(duration)
+        } catch {
+            throw fail(.auditRetention, "expected an ISO 8601 duration of days, weeks, months or years such as P400D (P0D: keep for ever), got \(retention.prefix(64))")
+        }
     }
 }
 

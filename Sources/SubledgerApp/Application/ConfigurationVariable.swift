@@ -118,6 +118,12 @@ extension ConfigurationVariable {
         "SUBLEDGER_CHANGES_MAX_WAIT", flag: "changes-max-wait", default: "30",
         help: "Seconds a GET /v1/changes long-poll is held at most, 0 to 30 (below a proxy's timeout)")
 
+    public static let audit = ConfigurationVariable(
+        "SUBLEDGER_AUDIT", flag: "audit", default: "on",
+        help: "on, or off: record no audit entries (for measuring what auditing costs)")
+    public static let auditRetention = ConfigurationVariable(
+        "SUBLEDGER_AUDIT_RETENTION", flag: "audit-retention", default: "P400D",
+        help: "ISO 8601 duration audit entries are kept, P0D = for ever")
     /// Every variable, in the order `--help` and the docs list them.
     public static let all: [ConfigurationVariable] = [
         databaseURL, dataDirectory, sqlDirectory, host, port, apiKeys, products, restorePolicy, restoreVerify,
@@ -127,5 +133,6 @@ extension ConfigurationVariable {
         appStoreAPIURL, appStoreAPISandboxURL, appStoreReconcileInterval, httpReadTimeout, httpIdleTimeout,
         httpMaximumConnections, logLevel,
         changesMaximumWait,
+        audit, auditRetention,
     ]
 }

@@ -91,6 +91,10 @@ struct BatchWork {
             return try decider.decide(request, ledger: ledger, owner: { owners[$0] }, now: now, source: command.source)
         case .restore(let request):
             return try decider.decide(request, ledger: ledger, owner: { owners[$0] }, now: now, source: command.source)
+        case .grant(let request, let grantID, let actor):
+            return try decider.decide(request, grantID: grantID, by: actor, ledger: ledger, now: now, source: command.source)
+        case .revokeGrant(let request, let actor):
+            return try decider.decide(request, by: actor, ledger: ledger, now: now, source: command.source)
         }
     }
 
@@ -222,6 +226,7 @@ extension WriteCommand {
         switch request {
         case .fact(let request): request.referencedTransactionIDs
         case .restore(let request): request.referencedTransactionIDs
+        case .grant, .revokeGrant: []
         }
     }
 }

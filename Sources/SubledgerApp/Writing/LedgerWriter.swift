@@ -67,6 +67,16 @@ public struct LedgerWriter: Sendable {
         try await writeOne(.restore(request, subscriberID: subscriberID, source: source), alongside: nil)
     }
 
+    /// Records a support grant (`granted`); the new grant's id is `grantID`.
+    public func grant(_ request: GrantRequest, grantID: String, by actor: ActorStamp, subscriberID: String) async throws -> WriteResult {
+        try await writeOne(WriteCommand(subscriberID: subscriberID, request: .grant(request, grantID: grantID, by: actor)), alongside: nil)
+    }
+
+    /// Revokes a support grant (`grant_revoked`); a grant already revoked answers as a duplicate.
+    public func revokeGrant(_ request: GrantRevocationRequest, by actor: ActorStamp, subscriberID: String) async throws -> WriteResult {
+        try await writeOne(WriteCommand(subscriberID: subscriberID, request: .revokeGrant(request, by: actor)), alongside: nil)
+    }
+
     private func writeOne(_ command: WriteCommand, alongside: WriteBatch.Alongside?) async throws -> WriteResult {
         var command = command
         command.subscriberID = try InputLimits.validateSubscriberID(command.subscriberID)
@@ -85,9 +95,11 @@ public struct LedgerWriter: Sendable {
         let environment = command.environment
         switch result.outcomes[0] {
         case .recorded(let position):
-            return WriteResult(position: position, isDuplicate: false, state: ledger.state(at: now, catalog: catalog, environment: environment))
+            return WriteResult(position: position, isDuplicate: false, state: ledger.state(at: now, catalog: catalog, environment: environment),
+                               ledger: command.isSupportAction ? ledger : nil)
         case .duplicate(let position):
-            return WriteResult(position: position, isDuplicate: true, state: ledger.state(at: now, catalog: catalog, environment: environment))
+            return WriteResult(position: position, isDuplicate: true, state: ledger.state(at: now, catalog: catalog, environment: environment),
+                               ledger: command.isSupportAction ? ledger : nil)
         case .rejected(let error):
             throw error
         }

@@ -8,6 +8,9 @@ public struct WriteCommand: Sendable {
     public enum Request: Sendable {
         case fact(FactRequest)
         case restore(RestoreRequest)
+        /// A support grant; `grantID` is the new grant's id.
+        case grant(GrantRequest, grantID: String, by: ActorStamp)
+        case revokeGrant(GrantRevocationRequest, by: ActorStamp)
     }
 
     public var subscriberID: String
@@ -26,6 +29,15 @@ public struct WriteCommand: Sendable {
         switch request {
         case .fact(let fact): fact.environment
         case .restore(let restore): restore.transactions.first?.environment ?? .production
+        case .grant, .revokeGrant: .production
+        }
+    }
+
+    /// A grant or a revocation, whose answer shows the grant as recorded.
+    var isSupportAction: Bool {
+        switch request {
+        case .grant, .revokeGrant: true
+        case .fact, .restore: false
         }
     }
 
@@ -117,6 +129,9 @@ public struct WriteResult: Sendable {
     public var isDuplicate: Bool
     /// The subscriber's state right after the write.
     public var state: SubscriberState
+    /// The subscriber's ledger right after the write (what a support
+    /// action answers with: the grant as recorded).
+    public var ledger: SubscriberLedger? = nil
 }
 
 /// Too many concurrent writers kept changing what a batch read; nothing of

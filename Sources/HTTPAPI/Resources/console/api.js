@@ -3,19 +3,33 @@
 
 const KEY = 'subledger.console.key';
 const ROLE = 'subledger.console.role';
+const ACTOR = 'subledger.console.actor';
 
 export const session = {
   get key() { return sessionStorage.getItem(KEY); },
   get role() { return sessionStorage.getItem(ROLE); },
-  save(key, role) {
+  /** The name typed at sign-in, sent as Subledger-Actor (the audit records it). */
+  get actor() { return sessionStorage.getItem(ACTOR); },
+  save(key, role, actor) {
     sessionStorage.setItem(KEY, key);
     sessionStorage.setItem(ROLE, role);
+    if (actor) sessionStorage.setItem(ACTOR, actor);
   },
   clear() {
     sessionStorage.removeItem(KEY);
     sessionStorage.removeItem(ROLE);
+    sessionStorage.removeItem(ACTOR);
   },
 };
+
+/** The headers of every call: the key, and who is acting. */
+function headers(key, extra) {
+  const fields = { Authorization: `Bearer ${key}`, Accept: 'application/json', ...extra };
+  // A header value must be Latin-1: other characters are percent-encoded.
+  const actor = session.actor;
+  if (actor) fields['Subledger-Actor'] = /^[\x20-\x7e]*$/.test(actor) ? actor : encodeURIComponent(actor);
+  return fields;
+}
 
 export class ApiError extends Error {
   constructor(status, code, message, field) {
@@ -47,10 +61,21 @@ function query(params) {
 
 /** GET a JSON document; throws ApiError. */
 export async function get(url, params, { key = session.key, quiet = false } = {}) {
+  return request('GET', url + query(params), undefined, { key, quiet });
+}
+
+/** POST or DELETE a JSON body (an action); answers the JSON answer, throws ApiError. */
+export async function send(method, url, body) {
+  return request(method, url, body, { key: session.key, quiet: false });
+}
+
+async function request(method, url, payload, { key, quiet }) {
   let response;
   try {
-    response = await fetch(url + query(params), {
-      headers: { Authorization: `Bearer ${key}`, Accept: 'application/json' },
+    response = await fetch(url, {
+      method,
+      headers: headers(key, payload === undefined ? {} : { 'Content-Type': 'application/json' }),
+      body: payload === undefined ? undefined : JSON.stringify(payload),
       cache: 'no-store',
       credentials: 'omit',
     });

@@ -27,20 +27,27 @@ function showSignIn(message) {
   $('signin').hidden = false;
   $('signin-message').textContent = message || '';
   $('signin-key').value = '';
-  $('signin-key').focus();
+  ($('signin-name').value ? $('signin-key') : $('signin-name')).focus();
 }
 
 function showApp() {
   $('signin').hidden = true;
   $('app').hidden = false;
   $('role').textContent = `${session.role} key`;
+  $('role').title = session.actor ? `Signed in as ${session.actor}` : '';
   render();
 }
 
 async function signIn(event) {
   event.preventDefault();
   const key = $('signin-key').value.trim();
+  const name = $('signin-name').value.trim();
   const message = $('signin-message');
+  if (!name) {
+    message.textContent = 'Enter your name first: the audit records who looked.';
+    $('signin-name').focus();
+    return;
+  }
   if (!key) {
     message.textContent = 'Paste an API key first.';
     return;
@@ -50,7 +57,7 @@ async function signIn(event) {
   message.textContent = 'Checking the key…';
   try {
     const role = await checkKey(key);
-    session.save(key, role);
+    session.save(key, role, name);
     message.textContent = '';
     showApp();
   } catch (error) {

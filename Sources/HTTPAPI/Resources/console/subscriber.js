@@ -6,6 +6,7 @@ import { ApiError, get, getIfAvailable } from './api.js';
 import {
   badge, failure, formatTime, h, rawJSON, replace, section, subscriberHref, table, time, unavailable,
 } from './dom.js';
+import { auditCard, erasureCard, grantsCard } from './support.js';
 import { renderTimeline, timelineModel } from './timeline.js';
 
 /** "2026-12-15T00:00:00" (what a datetime-local input holds, in UTC). */
@@ -30,14 +31,16 @@ function statusBadge(status) {
   return badge(status, statusKinds[status] || 'off');
 }
 
-export async function renderSubscriber(main, params, { focusHeading }) {
+export async function renderSubscriber(main, params, context, notice = null) {
+  const { focusHeading } = context;
   const id = params.get('id') || '';
   const atParam = params.get('at');
   const at = atParam && !Number.isNaN(Date.parse(atParam)) ? atParam : null;
   const environment = params.get('environment') === 'Sandbox' ? 'Sandbox' : null;
   const heading = h('h1', { tabindex: '-1', class: 'subscriber-id' }, h('span', { class: 'muted' }, 'Subscriber '), h('span', { class: 'mono', id: 'subscriber-id' }, id));
   const body = h('div', { class: 'stack' }, h('p', { class: 'loading', role: 'status' }, 'Loading…'));
-  replace(main, h('div', { class: 'page-head' }, heading, asOfForm(id, at, environment)), body);
+  replace(main, h('div', { class: 'page-head' }, heading, asOfForm(id, at, environment)),
+    notice ? h('p', { class: 'action-message', id: 'page-message', role: 'status' }, notice) : null, body);
   focusHeading(heading);
   if (!id) {
     replace(body, failure(new Error('No subscriber id: use the search box.')));
@@ -53,11 +56,17 @@ export async function renderSubscriber(main, params, { focusHeading }) {
     getIfAvailable('/v1/reminders', { subscriberId: id, limit: 1000 }),
     getIfAvailable('/v1/appstore/notifications', { subscriberId: id, limit: 200 }),
   ]);
+  // After an action, the page is read again and says what was done.
+  const reload = (message) => renderSubscriber(main, params, context, message);
   if (state.status === 'rejected') {
     const error = state.reason;
-    replace(body, error instanceof ApiError && error.status === 404
-      ? h('p', { class: 'error', role: 'alert' }, `No subscriber "${id}" is recorded: no facts were ever stored for this id.`)
-      : failure(error));
+    let content = failure(error);
+    if (error instanceof ApiError && error.code === 'erased') {
+      content = h('p', { class: 'error', role: 'alert', id: 'subscriber-erased' }, `Subscriber "${id}" was erased: nothing about it can be shown.`);
+    } else if (error instanceof ApiError && error.status === 404) {
+      content = h('p', { class: 'error', role: 'alert' }, `No subscriber "${id}" is recorded: no facts were ever stored for this id.`);
+    }
+    replace(body, content);
     return;
   }
   const current = state.value;
@@ -80,7 +89,20 @@ export async function renderSubscriber(main, params, { focusHeading }) {
     current.storeTransactions && current.storeTransactions.length ? storeCard(current) : null,
     h('div', { class: 'columns' }, devicesCard(current), remindersCard(reminderRows, reminders)),
     notificationsCard(notifications),
-    historyCard(history));
+    grantsCard(id, events, entitlementIDs(current, explanation), reload),
+    historyCard(history),
+    await auditCard(id),
+    erasureCard(id, reload));
+}
+
+/** Every entitlement of the catalog: those explained and those never granted. */
+function entitlementIDs(state, explanation) {
+  const ids = new Set(state.entitlements.map((entitlement) => entitlement.id));
+  if (explanation.status === 'fulfilled') {
+    for (const entitlement of explanation.value.entitlements || []) ids.add(entitlement.id);
+    for (const id of explanation.value.neverGranted || []) ids.add(id);
+  }
+  return [...ids].sort();
 }
 
 function asOfForm(id, at, environment) {
@@ -137,7 +159,9 @@ function entitlementsCard(state, explanation) {
           h('span', { class: 'entitlement-name mono' }, id),
           badge(active ? 'Active' : 'Inactive', active ? 'ok' : 'off'),
           granted ? h('span', { class: 'muted' }, granted.productId, ' · ',
-            granted.expiresAt ? ['expires ', time(granted.expiresAt)] : 'no expiry', ' · transaction ', h('span', { class: 'mono' }, granted.source)) : null),
+            granted.expiresAt ? ['expires ', time(granted.expiresAt)] : 'no expiry',
+            granted.source.startsWith('grant:') ? ' · support grant ' : ' · transaction ',
+            h('span', { class: 'mono' }, granted.source.startsWith('grant:') ? granted.source.slice(6) : granted.source)) : null),
         why
           ? h('ul', { class: 'reasons' }, why.reasons.map((reason, index) => h('li', { class: index === 0 ? 'reason main' : 'reason' }, reason)))
           : h('p', { class: 'muted' }, explainError ? 'The explanation could not be loaded.' : 'No explanation.'));

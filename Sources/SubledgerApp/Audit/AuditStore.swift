@@ -1,0 +1,116 @@
+import Foundation
+import EventStore
+import JSON
+import Postgres
+
+/// The SQL of `audit_entries` (sql/0023): batched inserts, the keyset
+/// listing of `GET /v1/audit`, and pruning past the retention.
+public struct AuditStore: Sendable {
+    let pool: ConnectionPool
+
+    public init(pool: ConnectionPool) {
+        self.pool = pool
+    }
+
+    /// A stored entry with its position (the listing's cursor).
+    public struct Row: Sendable, Encodable {
+        public var position: Int64
+        public var at: Date
+        public var role: String
+        public var keyFingerprint: String
+        public var actor: String?
+        public var method: String
+        public var path: String
+        public var subscriberID: String?
+        public var action: String
+        public var status: Int
+
+        enum CodingKeys: String, CodingKey {
+            case position, at, role, keyFingerprint, actor, method, path, subscriberID = "subscriberId", action, status
+        }
+
+        /// Every member, absent values as `null`.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(position, forKey: .position)
+            try container.encode(at, forKey: .at)
+            try container.encode(role, forKey: .role)
+            try container.encode(keyFingerprint, forKey: .keyFingerprint)
+            try container.encode(actor, forKey: .actor)
+            try container.encode(method, forKey: .method)
+            try container.encode(path, forKey: .path)
+            try container.encode(subscriberID, forKey: .subscriberID)
+            try container.encode(action, forKey: .action)
+            try container.encode(status, forKey: .status)
+        }
+    }
+
+    /// Inserts a batch in one statement: the entries as one `jsonb` array.
+    func insert(_ entries: [AuditTrail.Entry]) async throws {
+        guard !entries.isEmpty else { return }
+        var json = "["
+        for (index, entry) in entries.enumerated() {
+            if index > 0 { json += "," }
+            json += "{\"at\":" + JSONText.string(RFC3339.format(entry.at))
+            json += ",\"role\":" + JSONText.string(entry.role)
+            json += ",\"key_fingerprint\":" + JSONText.string(entry.keyFingerprint)
+            json += ",\"actor\":" + (entry.actor.map(JSONText.string) ?? "null")
+            json += ",\"method\":" + JSONText.string(entry.method)
+            json += ",\"path\":" + JSONText.string(entry.path)
+            json += ",\"subscriber_id\":" + (entry.subscriberID.map(JSONText.string) ?? "null")
+            json += ",\"action\":" + JSONText.string(entry.action)
+            json += ",\"status\":\(entry.status)}"
+        }
+        json += "]"
+        try await pool.query("""
+            INSERT INTO audit_entries (at, role, key_fingerprint, actor, method, path, subscriber_id, action, status)
+            SELECT (e->>'at')::timestamptz, e->>'role', e->>'key_fingerprint', e->>'actor', e->>'method', e->>'path',
+                   e->>'subscriber_id', e->>'action', (e->>'status')::integer
+            FROM jsonb_array_elements(\(PostgresJSON(text: json))::jsonb) WITH ORDINALITY AS entries(e, n)
+            ORDER BY n
+            """)
+    }
+
+    /// Entries after position `after`, oldest first, of one subscriber or
+    /// of all; at most `limit`, and whether more follow.
+    public func list(subscriberID: String?, after: Int64, limit: Int) async throws -> (rows: [Row], more: Bool) {
+        let rows = try await pool.query("""
+            SELECT position, at, role, key_fingerprint, actor, method, path, subscriber_id, action, status
+            FROM audit_entries
+            WHERE position > \(after) AND (\(subscriberID)::text IS NULL OR subscriber_id = \(subscriberID)::text)
+            ORDER BY position LIMIT \(limit + 1)
+            """)
+        let decoded = try rows.map { row in
+            Row(position: try row.decode(Int64.self, at: 0), at: try row.decode(Date.self, at: 1),
+                role: try row.decode(String.self, at: 2), keyFingerprint: try row.decode(String.self, at: 3),
+                actor: try row.decode(String?.self, at: 4), method: try row.decode(String.self, at: 5),
+                path: try row.decode(String.self, at: 6), subscriberID: try row.decode(String?.self, at: 7),
+                action: try row.decode(String.self, at: 8), status: try row.decode(Int.self, at: 9))
+        }
+        return (Array(decoded.prefix(limit)), decoded.count > limit)
+    }
+
+    /// Deletes entries older than `cutoff`, `chunk` at a time, while holding
+    /// a transaction-scoped advisory lock: with several instances, one prunes
+    /// and the others skip the round. Returns how many it deleted, nil when
+    /// another instance held the lock.
+    public func prune(olderThan cutoff: Date, chunk: Int = 10_000) async throws -> Int? {
+        var total = 0
+        while true {
+            let deleted: Int? = try await pool.withTransaction { connection in
+                let locked = try await connection.query("SELECT pg_try_advisory_xact_lock(hashtextextended('subledger:audit-prune', 0))")
+                guard try locked.first?.decode(Bool.self, at: 0) == true else { return nil }
+                let rows = try await connection.query("""
+                    WITH doomed AS (
+                        SELECT position FROM audit_entries WHERE at < \(cutoff) ORDER BY at LIMIT \(chunk)
+                    )
+                    DELETE FROM audit_entries a USING doomed d WHERE a.position = d.position RETURNING 1
+                    """)
+                return rows.count
+            }
+            guard let deleted else { return total == 0 ? nil : total }
+            total += deleted
+            if deleted < chunk { return total }
+        }
+    }
+}
