@@ -28,7 +28,7 @@ extension LedgerEvent {
         case .reminderFailed(var delivery):
             delivery.reminderID = try transform(delivery.reminderID)
             return .reminderFailed(delivery)
-        case .refunded, .refundReversed, .renewalExtended, .expired, .autoRenewChanged, .billingIssue, .unknown:
+        case .refunded, .refundReversed, .renewalExtended, .expired, .autoRenewChanged, .billingIssue, .granted, .grantRevoked, .unknown:
             return self
         }
     }
