@@ -44,6 +44,7 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong(Variable.httpIdleTimeout.flag), help: ArgumentHelp(Variable.httpIdleTimeout.flagHelp)) var httpIdleTimeout: String?
     @Option(name: .customLong(Variable.httpMaximumConnections.flag), help: ArgumentHelp(Variable.httpMaximumConnections.flagHelp)) var httpMaximumConnections: String?
     @Option(name: .customLong(Variable.logLevel.flag), help: ArgumentHelp(Variable.logLevel.flagHelp)) var logLevel: String?
+    @Option(name: .customLong(Variable.databaseReadURL.flag), help: ArgumentHelp(Variable.databaseReadURL.flagHelp)) var databaseReadURL: String?
 
     /// Each variable with the value its flag was given, if any.
     var flags: [(Variable, String?)] {
@@ -81,6 +82,7 @@ struct ConfigurationOptions: ParsableArguments {
             (.httpIdleTimeout, httpIdleTimeout),
             (.httpMaximumConnections, httpMaximumConnections),
             (.logLevel, logLevel),
+            (.databaseReadURL, databaseReadURL),
         ]
     }
 

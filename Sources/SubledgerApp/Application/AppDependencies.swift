@@ -33,6 +33,11 @@ public struct AppDependencies: Sendable {
     /// queries, stats) may hold at once: a quarter of the pool, so however
     /// many of them arrive, writes and Apple's notifications find one.
     public var supportReads: PoolShare
+    /// The standbys of `DATABASE_READ_URL` (a pool whose `primary` is
+    /// `pool`); nil: the primary answers every read. See `ReadPath`.
+    public var standbyPool: ConnectionPool?
+    /// The consistency tokens of write answers.
+    public var commitPositions: CommitPositions
 
     public init(configuration: SubledgerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
                 metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
@@ -41,6 +46,7 @@ public struct AppDependencies: Sendable {
         self.pool = pool
         self.store = EventStore(pool: pool, logger: logger)
         self.supportReads = PoolShare(of: pool, limit: max(1, pool.configuration.maximumConnections / 4))
+        self.commitPositions = CommitPositions(pool: pool)
         self.catalog = catalog
         self.metrics = metrics
         self.consumers = consumers

@@ -114,6 +114,9 @@ extension ConfigurationVariable {
         help: "Connections open at once; more wait to be accepted")
     public static let logLevel = ConfigurationVariable(
         "LOG_LEVEL", flag: "log-level", default: "info", help: "trace, debug, info, notice, warning, error or critical")
+    public static let databaseReadURL = ConfigurationVariable(
+        "DATABASE_READ_URL", flag: "database-read-url",
+        help: "PostgreSQL URL of standbys for reads (state, history, listings, stats); absent: the primary reads")
 
     /// Every variable, in the order `--help` and the docs list them.
     public static let all: [ConfigurationVariable] = [
@@ -123,5 +126,6 @@ extension ConfigurationVariable {
         appStoreVerifyURL, appStoreSandboxURL, appStoreSharedSecret, appStoreKeyFile, appStoreKeyID, appStoreIssuerID,
         appStoreAPIURL, appStoreAPISandboxURL, appStoreReconcileInterval, httpReadTimeout, httpIdleTimeout,
         httpMaximumConnections, logLevel,
+        databaseReadURL,
     ]
 }
