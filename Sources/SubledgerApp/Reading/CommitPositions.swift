@@ -52,8 +52,21 @@ public actor CommitPositions {
 
     /// The primary's position of WAL written: past the end of every commit
     /// record it has acknowledged.
-    static func read(_ pool: ConnectionPool) async throws -> WALPosition {
-        let rows = try await pool.query("SELECT pg_current_wal_lsn()::text")
+    /// Asked again for up to `failoverRetry` while no primary answers: a
+    /// write that went through just after a failover is answered with the
+    /// new primary's position, which covers it.
+    static func read(_ pool: ConnectionPool, failoverRetry: Duration = .seconds(3)) async throws -> WALPosition {
+        let deadline = ContinuousClock.now + failoverRetry
+        var answer: PostgresRows
+        while true {
+            do {
+                answer = try await pool.query("SELECT pg_current_wal_lsn()::text")
+                break
+            } catch let error as PostgresError where LedgerWriter.isFailover(error) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        let rows = answer
         guard let text = try rows.first?.decode(String.self, at: 0), let position = WALPosition(text) else {
             throw PostgresError(code: .decoding, message: "pg_current_wal_lsn() answered no position")
         }
