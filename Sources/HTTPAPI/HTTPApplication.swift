@@ -21,30 +21,33 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
                                            maximumBodySize: dependencies.configuration.maximumBodySize))
     router.add(middleware: BodyLimitMiddleware(maximumBodySize: dependencies.configuration.maximumBodySize))
     router.add(middleware: AuditTrailMiddleware(trail: dependencies.auditTrail))
+    router.add(middleware: ConsistencyMiddleware(positions: dependencies.commitPositions, logger: dependencies.logger))
+    // The GET routes read through `reads` (the standbys when DATABASE_READ_URL is set).
+    let reads = components.reads
     let keys = dependencies.configuration.apiKeys
     let (writer, reader, appStore) = (components.writer, components.reader, components.appStore)
     HealthController(health: HealthStore(dependencies), metrics: dependencies.metrics, logger: dependencies.logger)
         .addRoutes(to: router)
-    RemindersController(store: ReminderStore(pool: dependencies.pool, listings: dependencies.supportReads), keys: keys).addRoutes(to: router)
-    SubscribersController(writer: writer, appStore: appStore, reader: reader, keys: keys).addRoutes(to: router)
-    TransactionsController(reader: reader, keys: keys).addRoutes(to: router)
+    RemindersController(store: ReminderStore(pool: reads.pool, listings: reads.listings), keys: keys).addRoutes(to: router)
+    SubscribersController(writer: writer, appStore: appStore, reader: reads.reader, keys: keys).addRoutes(to: router)
+    TransactionsController(reader: reads.reader, keys: keys).addRoutes(to: router)
     ProductsController(catalog: dependencies.catalog, invalidProducts: InvalidProductStore(pool: dependencies.pool, listings: dependencies.supportReads),
                        keys: keys, logger: dependencies.logger)
         .addRoutes(to: router)
     OpenAPIController().addRoutes(to: router)
     AppStoreController(appStore: appStore, keys: keys).addRoutes(to: router)
-    NotificationsController(store: NotificationStore(pool: dependencies.pool, listings: dependencies.supportReads), keys: keys).addRoutes(to: router)
+    NotificationsController(store: NotificationStore(pool: reads.pool, listings: reads.listings), keys: keys).addRoutes(to: router)
     ParkedController(store: ParkedEventStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
     ConsoleController().addRoutes(to: router)
     AppStoreAPIController(appStore: appStore, keys: keys).addRoutes(to: router)
-    let readModels = ReadModelQueries(pool: dependencies.pool, share: dependencies.supportReads)
+    let readModels = ReadModelQueries(pool: reads.pool, share: reads.listings)
     SubscriptionsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
     StatsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
     ParkedReplayController(store: dependencies.store, consumers: Projections.all(store: dependencies.store, catalog: dependencies.catalog.catalog),
                            keys: keys)
         .addRoutes(to: router)
     // The change feed: pulled, and pushed to registered webhooks.
-    ChangesController(reader: ChangeFeedReader(dependencies), keys: keys,
+    ChangesController(reader: ChangeFeedReader(dependencies, listings: reads.listings), keys: keys,
                       maximumWait: dependencies.configuration.changesMaximumWait).addRoutes(to: router)
     WebhooksController(store: WebhookStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
     GrantsController(writer: writer, keys: keys).addRoutes(to: router)
@@ -81,7 +84,7 @@ public func buildApplication(
         configuration: ApplicationConfiguration(
             address: .hostname(configuration.host, port: configuration.port), serverName: "subledger",
             availableConnectionsDelegate: MaximumAvailableConnections(limits.maximumConnections, logger: dependencies.logger)),
-        services: [dependencies.pool] + [auditService(dependencies)] + extraServices,
+        services: [dependencies.pool] + (dependencies.standbyPool.map { [$0] } ?? []) + [auditService(dependencies)] + extraServices,
         onServerRunning: onServerRunning,
         logger: dependencies.logger)
 }

@@ -16,6 +16,7 @@ public final class Connection: @unchecked Sendable {
     private let lock = NSLock()
     private var cancelHandle: OpaquePointer?
     private var brokenFlag = false
+    private var sessionLostFlag = false
     private var closed = false
     /// The job whose statement is on the wire, so a cancel reaches only it.
     private var runningJob: UInt64?
@@ -165,7 +166,10 @@ public final class Connection: @unchecked Sendable {
                     do throws(PostgresError) {
                         result = .success(try body(handle))
                     } catch {
-                        if error.isConnectionBroken || PQstatus(handle) != CONNECTION_OK { markBroken() }
+                        // A read-only refusal on a pool's connection is a demoted
+                        // primary (a failover): the session is not trusted again.
+                        if error.isConnectionBroken || error.sqlState == .readOnlySQLTransaction
+                            || PQstatus(handle) != CONNECTION_OK { markBroken(sessionLost: true) }
                         result = .failure(error)
                     }
                     lock.withLock { runningJob = nil }
@@ -180,8 +184,18 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    func markBroken() {
-        lock.withLock { brokenFlag = true }
+    func markBroken(sessionLost: Bool = false) {
+        lock.withLock {
+            brokenFlag = true
+            if sessionLost { sessionLostFlag = true }
+        }
+    }
+
+    /// True once a statement found the server gone, shutting down or no
+    /// longer a primary (not merely cancelled): the pool's other idle
+    /// connections to it are suspect too.
+    public var isSessionLost: Bool {
+        lock.withLock { sessionLostFlag }
     }
 
     /// Cancels `job`'s statement if it is the one running. The server acts on

@@ -110,7 +110,15 @@ extension Bench {
         let catalog = CatalogSource(catalog: try Catalog.decode(from: catalogJSON), modified: Date(), raw: catalogJSON)
         var quiet = logger
         quiet.logLevel = .error
-        let dependencies = AppDependencies(configuration: configuration, pool: pool, catalog: catalog, logger: quiet)
+        var dependencies = AppDependencies(configuration: configuration, pool: pool, catalog: catalog, logger: quiet)
+        // With DATABASE_READ_URL (standbys of DATABASE_URL's server), the
+        // reads go to the scratch database there, as `serve` sends them.
+        if let readURL = try? options.resolve().databaseReadURL {
+            dependencies.standbyPool = ConnectionPool(
+                configuration: PoolConfiguration(conninfo: Conninfo.replacingDatabase(in: readURL, with: Self.scratchDatabase),
+                                                 maximumConnections: writers, sessionTimeouts: configuration.sessionTimeouts),
+                primary: pool, logger: logger)
+        }
         // The bench mounts its floor routes beside the API's; `serve` never does.
         let router = buildRouter(AppComponents(dependencies))
         addFloorRoutes(to: router, pool: pool, keys: configuration.apiKeys)

@@ -72,7 +72,7 @@ struct Bench: AsyncParsableCommand {
         let logger = LoggingSetup.logger(configuration)
         let database = try await PreparedDatabase.prepare(configuration, migrate: false, logger: logger)
         defer { database.stopIfStarted() }
-        let scratch = "subledger_bench_\(getpid())"
+        let scratch = Self.scratchDatabase
         let admin = try await Connection.connect(to: database.conninfo)
         defer { admin.close() }
         try await admin.execute(unsafeSQL: "CREATE DATABASE \(scratch)")
@@ -85,6 +85,9 @@ struct Bench: AsyncParsableCommand {
         }
         try await admin.execute(unsafeSQL: "DROP DATABASE IF EXISTS \(scratch) WITH (FORCE)")
     }
+
+    /// The database each run creates, measures in and drops.
+    static var scratchDatabase: String { "subledger_bench_\(getpid())" }
 
     func measure(conninfo: String, sqlDirectory: String?, logger: Logger) async throws {
         try await Migrator(migrations: try Migrator.load(from: try SQLDirectory.locate(configured: sqlDirectory))).migrate(conninfo: conninfo)

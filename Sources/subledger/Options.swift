@@ -47,6 +47,7 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong(Variable.changesMaximumWait.flag), help: ArgumentHelp(Variable.changesMaximumWait.flagHelp)) var changesMaximumWait: String?
     @Option(name: .customLong(Variable.audit.flag), help: ArgumentHelp(Variable.audit.flagHelp)) var audit: String?
     @Option(name: .customLong(Variable.auditRetention.flag), help: ArgumentHelp(Variable.auditRetention.flagHelp)) var auditRetention: String?
+    @Option(name: .customLong(Variable.databaseReadURL.flag), help: ArgumentHelp(Variable.databaseReadURL.flagHelp)) var databaseReadURL: String?
 
     /// Each variable with the value its flag was given, if any.
     var flags: [(Variable, String?)] {
@@ -87,6 +88,7 @@ struct ConfigurationOptions: ParsableArguments {
             (.changesMaximumWait, changesMaximumWait),
             (.audit, audit),
             (.auditRetention, auditRetention),
+            (.databaseReadURL, databaseReadURL),
         ]
     }
 

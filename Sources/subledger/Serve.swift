@@ -29,6 +29,12 @@ struct Serve: AsyncParsableCommand {
         var dependencies = AppDependencies(
             configuration: configuration, pool: pool, catalog: catalog, metrics: registry,
             consumers: Projections.names, logger: logger)
+        if let readURL = configuration.databaseReadURL {
+            dependencies.standbyPool = ConnectionPool(
+                configuration: PoolConfiguration(conninfo: readURL, maximumConnections: configuration.poolSize,
+                                                 sessionTimeouts: configuration.sessionTimeouts),
+                primary: pool, logger: logger)
+        }
         // Half-configured or unreadable App Store settings stop the start,
         // rather than a server that refuses every notification later.
         if !configuration.appStoreRootCertificates.isEmpty || configuration.appStoreBundleID != nil {

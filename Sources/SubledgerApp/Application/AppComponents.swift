@@ -8,6 +8,8 @@ public struct AppComponents: Sendable {
     public let writer: LedgerWriter
     public let reader: SubscriberReader
     public let appStore: AppStoreIntegration
+    /// Where the GET routes read: the standbys when `DATABASE_READ_URL` is set.
+    public let reads: ReadPath
 
     public init(_ dependencies: AppDependencies) {
         let appStore = AppStoreIntegration(dependencies)
@@ -20,5 +22,6 @@ public struct AppComponents: Sendable {
         self.writer = writer
         self.reader = reader
         self.appStore = appStore
+        self.reads = ReadPath(dependencies, primaryReader: reader)
     }
 }

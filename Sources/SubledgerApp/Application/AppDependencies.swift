@@ -39,6 +39,11 @@ public struct AppDependencies: Sendable {
     /// Who read or changed which subscriber, buffered until `AuditService`
     /// writes it (`SUBLEDGER_AUDIT`).
     public var auditTrail: AuditTrail
+    /// The standbys of `DATABASE_READ_URL` (a pool whose `primary` is
+    /// `pool`); nil: the primary answers every read. See `ReadPath`.
+    public var standbyPool: ConnectionPool?
+    /// The consistency tokens of write answers.
+    public var commitPositions: CommitPositions
 
     public init(configuration: SubledgerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
                 metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
@@ -47,6 +52,7 @@ public struct AppDependencies: Sendable {
         self.pool = pool
         self.store = EventStore(pool: pool, logger: logger)
         self.supportReads = PoolShare(of: pool, limit: max(1, pool.configuration.maximumConnections / 4))
+        self.commitPositions = CommitPositions(pool: pool)
         self.catalog = catalog
         self.metrics = metrics
         self.consumers = consumers

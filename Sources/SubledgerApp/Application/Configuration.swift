@@ -9,6 +9,8 @@ import Postgres
 public struct SubledgerConfiguration: Sendable {
     /// Absent: an embedded cluster under `dataDirectory`.
     public var databaseURL: String?
+    /// Standbys that answer reads (`DATABASE_READ_URL`); nil: the primary does.
+    public var databaseReadURL: String?
     public var dataDirectory: String
     /// The `sql/` migrations folder; nil: found beside the program (`SQLDirectory`).
     public var sqlDirectory: String?
@@ -97,6 +99,7 @@ public struct SubledgerConfiguration: Sendable {
             return .milliseconds(Int64((number * 1000).rounded(.up)))
         }
         databaseURL = value(.databaseURL)
+        databaseReadURL = value(.databaseReadURL)
         dataDirectory = value(.dataDirectory) ?? ""
         sqlDirectory = value(.sqlDirectory)
         host = value(.host) ?? ""

@@ -117,6 +117,9 @@ extension ConfigurationVariable {
     public static let changesMaximumWait = ConfigurationVariable(
         "SUBLEDGER_CHANGES_MAX_WAIT", flag: "changes-max-wait", default: "30",
         help: "Seconds a GET /v1/changes long-poll is held at most, 0 to 30 (below a proxy's timeout)")
+    public static let databaseReadURL = ConfigurationVariable(
+        "DATABASE_READ_URL", flag: "database-read-url",
+        help: "PostgreSQL URL of standbys for reads (state, history, listings, stats); absent: the primary reads")
 
     public static let audit = ConfigurationVariable(
         "SUBLEDGER_AUDIT", flag: "audit", default: "on",
@@ -134,5 +137,6 @@ extension ConfigurationVariable {
         httpMaximumConnections, logLevel,
         changesMaximumWait,
         audit, auditRetention,
+        databaseReadURL,
     ]
 }

@@ -58,9 +58,13 @@ public struct ChangeFeedReader: Sendable {
     let share: PoolShare
     let signal: ChangeSignal
 
-    public init(_ dependencies: AppDependencies) {
+    /// Reads through `listings` (a standby's share when `DATABASE_READ_URL`
+    /// is set; the pool's support share by default). The long-poll listens on
+    /// the primary: a standby cannot `LISTEN`, and notifications are not
+    /// replicated.
+    public init(_ dependencies: AppDependencies, listings: PoolShare? = nil) {
         pool = dependencies.pool
-        share = dependencies.supportReads
+        share = listings ?? dependencies.supportReads
         signal = dependencies.changeSignal
     }
 

@@ -18,6 +18,11 @@ public struct SubscriberReader: Sendable {
     /// Combines concurrent reads of current states (the HTTP API's); nil:
     /// each read runs its own statements.
     public var combiner: ReadCombiner?
+    /// Whether a read may store what it derived (a snapshot of a long tail,
+    /// a cached state). False on a standby, which refuses writes: the
+    /// writer stores snapshots as it appends, and the primary's readers the
+    /// cached states.
+    public var storesDerivedData = true
 
     public init(store: EventStore, catalog: Catalog) {
         self.store = store
@@ -56,7 +61,7 @@ public struct SubscriberReader: Sendable {
     private func checked(_ loaded: LoadedLedger, on connection: Connection) async throws -> LoadedLedger {
         if loaded.cachedState != nil { return loaded }
         var loaded = loaded
-        if loaded.isSnapshotDue {
+        if loaded.isSnapshotDue && storesDerivedData {
             try await SubscriberSnapshots.save([loaded], on: connection)
             loaded.snapshotVersion = loaded.version
         }
@@ -81,7 +86,9 @@ public struct SubscriberReader: Sendable {
     /// with the reads of other subscribers waiting at the same time.
     public func state(of subscriberID: String, at: Date? = nil, environment: Ledger.Environment = .production) async throws -> SubscriberState {
         let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
-        if at == nil, let combiner {
+        // A read that must see a given write runs alone: a group's statements
+        // wait for the position of the read that started the group only.
+        if at == nil, let combiner, ReadConsistency.minimumPosition == nil {
             return try await combiner.state(of: subscriberID, environment: environment, with: self)
         }
         return try await store.pool.withConnection { connection in
@@ -129,7 +136,7 @@ public struct SubscriberReader: Sendable {
                 let (computed, nextChange) = loaded.ledger.stateAndNextChange(at: now, catalog: catalog)
                 state = computed
                 // A short history is folded as fast as a cached state is read: not worth a write.
-                if loaded.version >= cacheFromVersion {
+                if loaded.version >= cacheFromVersion && storesDerivedData {
                     try await SubscriberStateCache.save(computed, version: loaded.version, validUntil: nextChange, catalog: catalog, on: connection)
                 }
             }

@@ -25,6 +25,12 @@ public struct LedgerWriter: Sendable {
     let logger: Logger
     /// How many times a batch decides again before giving up (`WriteContention`).
     public var maximumAttempts = 50
+    /// How long a batch keeps trying while no primary answers (a failover:
+    /// the connection lost, the server read-only) before the error reaches
+    /// the caller (503 with `Retry-After`). Safe because every fact has an
+    /// idempotency key: a commit whose answer was lost is found on the new
+    /// primary and answered as a duplicate, never written twice.
+    public var failoverRetry: Duration = .seconds(5)
     /// The clock; tests may pin it.
     public var now: @Sendable () -> Date = { Date() }
     /// Told, after a batch commits, which original transactions it claimed
@@ -113,6 +119,26 @@ public struct LedgerWriter: Sendable {
     /// refuses (text it cannot store, an oversized key) is written again one
     /// command at a time, so only the culprit is rejected.
     public func write(_ batch: WriteBatch) async throws -> WriteBatchResult {
+        let deadline = ContinuousClock.now + failoverRetry
+        while true {
+            do {
+                return try await writeDecidingAgain(batch)
+            } catch let error as PostgresError where Self.isFailover(error) && ContinuousClock.now < deadline {
+                Self.failoverRetries.increment()
+                logger.warning("no primary answered the write; trying again", metadata: [
+                    "write.commands": "\(batch.commands.count)", "error": "\(error)",
+                ])
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    /// The primary is away or was demoted: another attempt may reach the new one.
+    static func isFailover(_ error: PostgresError) -> Bool {
+        error.isConnectionBroken || error.sqlState == .readOnlySQLTransaction
+    }
+
+    private func writeDecidingAgain(_ batch: WriteBatch) async throws -> WriteBatchResult {
         for attempt in 1...maximumAttempts {
             do {
                 return try await attemptWrite(batch)
@@ -263,6 +289,7 @@ public struct LedgerWriter: Sendable {
     static let factsRejected = Counter(label: "subledger_facts_total", dimensions: [("outcome", "rejected")])
     static let retries = Counter(label: "subledger_fact_retries_total")
     static let exhausted = Counter(label: "subledger_fact_retries_exhausted_total")
+    static let failoverRetries = Counter(label: "subledger_write_failover_retries_total")
 }
 
 extension LedgerError {
