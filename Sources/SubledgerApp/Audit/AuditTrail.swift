@@ -72,8 +72,48 @@ public final class AuditTrail: Sendable {
     /// Writes every pending entry (in batches of `batchSize`); returns how
     /// many. Entries whose batch fails go back to the front of the buffer
     /// (as many as fit) and the error is thrown: the next flush tries again.
+    ///
+    /// Flushes run one at a time: a flush that starts while another is
+    /// writing waits for it, so once `flush` returns every entry recorded
+    /// before the call is stored (the audit listing relies on it; without the
+    /// wait, the background flush could hold the entries, not yet committed,
+    /// while the listing found the buffer empty and read the table).
     @discardableResult
     public func flush(to pool: ConnectionPool, batchSize: Int = 1000) async throws -> Int {
+        await acquireFlush()
+        defer { releaseFlush() }
+        return try await flushAlone(to: pool, batchSize: batchSize)
+    }
+
+    /// Whether a flush is writing, and the flushes waiting for their turn.
+    private let flushTurn = Mutex<(busy: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+    private func acquireFlush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = flushTurn.withLock { turn -> Bool in
+                guard turn.busy else {
+                    turn.busy = true
+                    return true
+                }
+                turn.waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    private func releaseFlush() {
+        let next = flushTurn.withLock { turn -> CheckedContinuation<Void, Never>? in
+            guard !turn.waiting.isEmpty else {
+                turn.busy = false
+                return nil
+            }
+            return turn.waiting.removeFirst()
+        }
+        next?.resume()
+    }
+
+    private func flushAlone(to pool: ConnectionPool, batchSize: Int) async throws -> Int {
         let entries = pending.withLock { entries in
             defer { entries.removeAll(keepingCapacity: true) }
             return entries
