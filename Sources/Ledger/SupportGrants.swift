@@ -151,7 +151,6 @@ extension Decider {
     /// so the decision stays a function of its inputs), starting at `now`.
     public func decide(_ request: GrantRequest, grantID: String, by actor: ActorStamp, ledger: SubscriberLedger, now: Date,
                        source: String = FactSource.api) throws(LedgerError) -> Decision {
-        try refuseIfErased(ledger)
         // Stored dates keep milliseconds: the grant in memory is the one read back.
         let now = RFC3339.date(milliseconds: RFC3339.milliseconds(of: now))
         guard catalog.entitlementIDs.contains(request.entitlement) else {
@@ -182,7 +181,6 @@ extension Decider {
     /// subscriber never had; a grant already revoked is a duplicate.
     public func decide(_ request: GrantRevocationRequest, by actor: ActorStamp, ledger: SubscriberLedger, now: Date,
                        source: String = FactSource.api) throws(LedgerError) -> Decision {
-        try refuseIfErased(ledger)
         guard ledger.supportGrants[request.grantID] != nil else {
             throw LedgerError(kind: .notFound, code: .grantNotFound,
                               message: "Subscriber '\(ledger.subscriberID)' has no grant '\(request.grantID)'.", field: "grantId")
@@ -192,12 +190,6 @@ extension Decider {
         let revocation = GrantRevocation(grantID: request.grantID, date: now, reason: request.reason, revokedBy: actor, source: source)
         return Decision(events: [.grantRevoked(revocation)]).settled(lastPosition: ledger.lastPosition)
     }
-
-    /// The one place a support action on an erased subscriber is refused
-    /// (410 `erased`): the erasure of a subscriber records it in the ledger,
-    /// and this is where that record is checked. Until erasure is part of
-    /// the ledger, no ledger is erased.
-    func refuseIfErased(_ ledger: SubscriberLedger) throws(LedgerError) {}
 }
 
 extension SubscriberLedger {

@@ -106,28 +106,3 @@ def test_an_admin_grants_and_revokes_with_a_reason_and_a_confirmation(console, f
     assert ("grant", "Ann Admin", 201) in actions and ("revoke_grant", "Ann Admin", 200) in actions
     assert ADMIN_KEY not in console.driver.page_source
     console.screenshot("audit-desktop.png", 1280)
-
-
-def test_erasure_needs_the_subscriber_id_typed_and_erases(console, facts):
-    """Erasure itself (DELETE /v1/subscribers/{id}) is built on its own
-    branch: on a server without it, the last part of this test fails."""
-    subscriber = "console-erasable"
-    record(subscriber, {"type": "purchase", "transactionId": "console-erasable-1", "productId": "com.example.level2",
-                        "purchaseDate": iso(days(-2)), "deviceId": "erasable-phone"})
-    console.signed_in(ADMIN_KEY, name="Ann Admin")
-    console.open_subscriber(subscriber)
-    button = console.visible("#erase-submit")
-    assert button.get_attribute("disabled") is not None
-    console.find("#erase-reason").send_keys("Account deleted by the user")
-    console.find("#erase-typed").send_keys("console-erasabl")  # one letter short
-    assert console.find("#erase-submit").get_attribute("disabled") is not None
-    console.find("#erase-typed").send_keys("e")
-    assert console.find("#erase-submit").get_attribute("disabled") is None
-    console.screenshot("erasure-desktop.png", 1280)
-    console.find("#erase-submit").click()
-    console.wait().until(lambda _: console.find_all("#subscriber-erased")
-                         or (console.find_all("#erase-error") and console.find("#erase-error").text))
-    errors = console.find_all("#erase-error")
-    assert console.find_all("#subscriber-erased"), errors[0].text if errors else "no message"
-    status, body = api("GET", "/v1/subscribers/" + subscriber, key=SUPPORT_KEY)
-    assert status == 404 and body["error"]["code"] == "erased", body

@@ -1,7 +1,6 @@
 // Support actions on one subscriber (admin keys only): grant an entitlement
-// for a while, revoke a grant, read who looked at the subscriber (the audit),
-// and erase the subscriber. Every action asks for a reason and a
-// confirmation; erasure asks for the subscriber id to be typed.
+// for a while, revoke a grant, and read who looked at the subscriber (the
+// audit). Every action asks for a reason and a confirmation.
 
 import { ApiError, get, send, session } from './api.js';
 import { badge, failure, formatTime, h, replace, section, table, time } from './dom.js';
@@ -183,41 +182,4 @@ export async function auditCard(id) {
       { label: 'Action', cell: (row) => h('span', { class: 'mono' }, row.action) },
       { label: 'Status', cell: (row) => badge(String(row.status), row.status < 400 ? 'ok' : 'bad') },
     ], latest, { empty: 'Nobody has looked at this subscriber yet.', caption: 'Audit', rowClass: () => 'audit-entry' }));
-}
-
-/** Erasure behind a typed confirmation (admin keys only). */
-export function erasureCard(id, reload) {
-  if (session.role !== 'admin') return null;
-  const reason = h('input', { id: 'erase-reason', type: 'text', maxlength: '1000', required: true });
-  const typed = h('input', { id: 'erase-typed', type: 'text', autocomplete: 'off', spellcheck: 'false', required: true, 'aria-describedby': 'erase-typed-help' });
-  const error = h('p', { class: 'field-error', id: 'erase-error', role: 'alert' });
-  const button = h('button', { type: 'submit', class: 'danger', id: 'erase-submit', disabled: true }, 'Erase this subscriber');
-  const check = () => { button.disabled = !(typed.value === id && reason.value.trim()); };
-  typed.addEventListener('input', check);
-  reason.addEventListener('input', check);
-  const form = h('form', {
-    class: 'action-form', id: 'erase-form',
-    onsubmit: async (event) => {
-      event.preventDefault();
-      if (typed.value !== id || !reason.value.trim()) return;
-      button.disabled = true;
-      error.textContent = '';
-      try {
-        await send('DELETE', `/v1/subscribers/${encodeURIComponent(id)}`, { reason: reason.value.trim() });
-        reload(`Subscriber ${id} was erased.`);
-      } catch (failed) {
-        error.textContent = failed instanceof ApiError && failed.isUnavailable
-          ? 'This server cannot erase subscribers yet.'
-          : failed.message;
-        check();
-      }
-    },
-  },
-  h('p', {}, 'Erasing destroys this subscriber\u2019s personal data for good: its id, devices and account token become unreadable. ',
-    'Counts across subscribers keep their numbers. It cannot be undone.'),
-  field('erase-reason', 'Reason (required)', reason),
-  field('erase-typed', 'Type the subscriber id to confirm', typed, `Type ${id} exactly.`),
-  h('div', { class: 'buttons' }, button),
-  error);
-  return section('Erase subscriber', { id: 'erasure' }, form);
 }
