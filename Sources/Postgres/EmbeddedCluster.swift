@@ -141,7 +141,7 @@ public final class EmbeddedCluster: Sendable {
         ]
         if isEphemeral {
             // Test runs open many small pools at once and leave them to process exit.
-            lines += ["max_connections = 500", "fsync = off", "synchronous_commit = off", "full_page_writes = off"]
+            lines += ["max_connections = 1000", "fsync = off", "synchronous_commit = off", "full_page_writes = off"]
         } else {
             lines += ["max_connections = 200"]
         }

@@ -52,9 +52,9 @@ public actor CommitPositions {
 
     /// The primary's position of WAL written: past the end of every commit
     /// record it has acknowledged.
-    /// Asked again for up to `failoverRetry` while no primary answers: a
-    /// write that went through just after a failover is answered with the
-    /// new primary's position, which covers it.
+    /// Asked again for up to `failoverRetry` while no primary answers or the
+    /// database is at a limit: a write that went through just after a
+    /// failover is answered with the new primary's position, which covers it.
     static func read(_ pool: ConnectionPool, failoverRetry: Duration = .seconds(3)) async throws -> WALPosition {
         let deadline = ContinuousClock.now + failoverRetry
         var answer: PostgresRows
@@ -62,7 +62,10 @@ public actor CommitPositions {
             do {
                 answer = try await pool.query("SELECT pg_current_wal_lsn()::text")
                 break
-            } catch let error as PostgresError where LedgerWriter.isFailover(error) && ContinuousClock.now < deadline {
+            } catch let error as PostgresError where (LedgerWriter.isFailover(error) || error.unavailability != nil)
+                && ContinuousClock.now < deadline {
+                // Also a full pool or a refused connect: right after a
+                // failover every instance's retried writes crowd the pool.
                 try await Task.sleep(for: .milliseconds(50))
             }
         }
