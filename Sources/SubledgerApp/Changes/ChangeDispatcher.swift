@@ -143,7 +143,10 @@ public struct ChangeDispatcher: Service {
                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e
                                   WHERE e.endpoint_id = d.endpoint_id AND e.subscriber_id = d.subscriber_id
                                     AND e.status = 'pending' AND e.sequence < d.sequence)
-                ORDER BY d.next_attempt_at, d.id
+                -- By the due index alone: the plan walks it and probes each
+                -- row's queue (a nested anti-join) until the batch is full,
+                -- instead of sorting every pending row.
+                ORDER BY d.next_attempt_at
                 LIMIT \(settings.batchSize)
                 FOR UPDATE SKIP LOCKED)
             UPDATE webhook_deliveries d
