@@ -87,6 +87,10 @@ public actor ConnectionPool: Service {
     /// pool, `body` runs on the primary when the standby cannot serve it.
     public nonisolated func withConnection<T>(_ body: (Connection) async throws -> T) async throws -> T {
         guard let primary else { return try await withLeasedConnection(body) }
+        if ReadConsistency.minimumPosition == .primaryOnly {
+            await countReadOnPrimary()
+            return try await primary.withConnection(body)
+        }
         let connection: Connection
         do {
             connection = try await lease()

@@ -17,6 +17,12 @@ public struct WALPosition: Hashable, Comparable, Sendable, CustomStringConvertib
     }
 
     public static func < (lhs: WALPosition, rhs: WALPosition) -> Bool { lhs.value < rhs.value }
+
+    /// A position no standby reaches (`FFFFFFFF/FFFFFFFF`): the token of a
+    /// write whose position could not be read (just after a failover). A
+    /// read that sends it back goes to the primary at once, which has every
+    /// committed write.
+    public static let primaryOnly = WALPosition(UInt64.max)
 }
 
 /// What a read must see: set (for the task) from a client's consistency

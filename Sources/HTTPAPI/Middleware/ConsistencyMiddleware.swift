@@ -33,8 +33,12 @@ struct ConsistencyMiddleware: RouterMiddleware {
             do {
                 response.headers[Self.header] = try await positions.current().description
             } catch {
-                // The write is committed; only the token is missing (reads then may lag).
-                logger.warning("no consistency token for a write's answer", metadata: ["error": "\(error)"])
+                // The write is committed but its position is unknown (no
+                // primary answered in time): the token sends the read that
+                // carries it to the primary, which has the write.
+                response.headers[Self.header] = WALPosition.primaryOnly.description
+                logger.warning("a write's position could not be read; its token reads from the primary",
+                               metadata: ["error": "\(error)"])
             }
             return response
         }
