@@ -204,44 +204,17 @@ public struct ChangeDispatcher: Service {
         }
     }
 
-    struct DeliveryFailure: Error, Sendable {
-        var description: String
-    }
+    typealias DeliveryFailure = WebhookDeliveryFailure
 
-    /// Step 2: one signed POST; 2xx is success.
+    /// Step 2: one signed POST (`WebhookPost`); 2xx is success.
     func post(_ claimed: Claim) async -> Result<Void, DeliveryFailure> {
-        var request = HTTPClientRequest(url: claimed.url)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.headers.add(name: "User-Agent", value: "subledger")
-        request.headers.add(name: "Subledger-Event-Id", value: claimed.changeID)
-        request.headers.add(name: WebhookSignature.headerName,
-                            value: WebhookSignature.header(body: claimed.body, secret: claimed.secret,
-                                                           timestamp: Int(Date().timeIntervalSince1970)))
-        request.body = .bytes(ByteBuffer(bytes: claimed.body))
-        let timeout = settings.requestTimeout
-        do {
-            let status = try await withDeadline(timeout) { [client, request] in
-                let response = try await client.execute(request, timeout: .nanoseconds(Int64(timeout / .nanoseconds(1))))
-                var read = 0
-                for try await chunk in response.body {
-                    read += chunk.readableBytes
-                    if read > ReminderDispatcher.maximumResponseBytes { break }
-                }
-                return response.status.code
-            }
-            return (200..<300).contains(status) ? .success(()) : .failure(DeliveryFailure(description: "HTTP \(status)"))
-        } catch is DeadlineExceeded {
-            return .failure(DeliveryFailure(description: "no answer within \(timeout)"))
-        } catch {
-            return .failure(DeliveryFailure(description: UntrustedText.escaped("\(error)", limit: 500)))
-        }
+        await WebhookPost.send(claimed.body, to: claimed.url, secret: claimed.secret, eventID: claimed.changeID,
+                               client: client, timeout: settings.requestTimeout)
     }
 
     /// `firstRetry · 2^(attempt−1)`, capped.
     func backoff(afterAttempt attempt: Int) -> Duration {
-        let factor = 1 << min(max(attempt - 1, 0), 30)
-        return min(settings.firstRetry * factor, settings.maximumBackoff)
+        WebhookPost.backoff(afterAttempt: attempt, firstRetry: settings.firstRetry, maximum: settings.maximumBackoff)
     }
 
     static func seconds(_ duration: Duration) -> Double {

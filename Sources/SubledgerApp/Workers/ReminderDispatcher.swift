@@ -192,45 +192,11 @@ public struct ReminderDispatcher: Service {
         }
     }
 
-    struct DeliveryFailure: Error, Sendable {
-        var description: String
-    }
+    typealias DeliveryFailure = WebhookDeliveryFailure
 
-    /// Step 2: one signed POST; 2xx is success.
+    /// Step 2: one signed POST (`WebhookPost`); 2xx is success.
     func post(_ body: Data, to url: String) async -> Result<Void, DeliveryFailure> {
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.headers.add(name: "User-Agent", value: "subledger")
-        if let secret = settings.secret {
-            request.headers.add(name: WebhookSignature.headerName,
-                                value: WebhookSignature.header(body: body, secret: secret, timestamp: Int(Date().timeIntervalSince1970)))
-        }
-        request.body = .bytes(ByteBuffer(bytes: body))
-        let timeout = settings.requestTimeout
-        do {
-            let (status, location) = try await withDeadline(timeout) { [client, request] in
-                let response = try await client.execute(request, timeout: .nanoseconds(Int64(timeout / .nanoseconds(1))))
-                // The status decides; the body is read and dropped, up to a
-                // limit, so a large 2xx page is still a success.
-                var read = 0
-                for try await chunk in response.body {
-                    read += chunk.readableBytes
-                    if read > Self.maximumResponseBytes { break }
-                }
-                return (response.status.code, response.headers.first(name: "location"))
-            }
-            if (300..<400).contains(status) {
-                return .failure(DeliveryFailure(
-                    description: "HTTP \(status) redirect to \(location.map { UntrustedText.escaped($0, limit: 200) } ?? "nowhere"): "
-                        + "redirects are not followed; configure the final URL"))
-            }
-            return (200..<300).contains(status) ? .success(()) : .failure(DeliveryFailure(description: "HTTP \(status)"))
-        } catch is DeadlineExceeded {
-            return .failure(DeliveryFailure(description: "no answer within \(timeout)"))
-        } catch {
-            return .failure(DeliveryFailure(description: "\(error)"))
-        }
+        await WebhookPost.send(body, to: url, secret: settings.secret, client: client, timeout: settings.requestTimeout)
     }
 
     /// Step 3, success: the row is sent exactly when the event is stored.
@@ -258,13 +224,9 @@ public struct ReminderDispatcher: Service {
         return false
     }
 
-    /// How much of a receiver's answer is read before it is dropped.
-    static let maximumResponseBytes = 64 * 1024
-
     /// `firstRetry · 2^(attempt−1)`, capped.
     func backoff(afterAttempt attempt: Int) -> Duration {
-        let factor = 1 << min(max(attempt - 1, 0), 30)
-        return min(settings.firstRetry * factor, settings.maximumBackoff)
+        WebhookPost.backoff(afterAttempt: attempt, firstRetry: settings.firstRetry, maximum: settings.maximumBackoff)
     }
 
 }
