@@ -34,17 +34,8 @@ public struct ChangeTimeSweeper: Service {
     }
 
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    while try await sweepOnce() >= batchSize {}
-                } catch is CancellationError {
-                    return
-                } catch {
-                    logger.error("change sweep failed; retrying next round", metadata: ["error": "\(String(reflecting: error))"])
-                }
-                try await Task.sleep(for: interval)
-            }
+        await repeatRounds(every: interval, logger: logger, failure: "change sweep failed; retrying next round") {
+            while try await sweepOnce() >= batchSize {}
         }
     }
 

@@ -35,17 +35,8 @@ public struct ExpirySweeper: Service {
     }
 
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    try await sweepOnce()
-                } catch is CancellationError {
-                    return
-                } catch {
-                    logger.error("expiry sweep failed; retrying next round", metadata: ["error": "\(String(reflecting: error))"])
-                }
-                try await Task.sleep(for: interval)
-            }
+        await repeatRounds(every: interval, logger: logger, failure: "expiry sweep failed; retrying next round") {
+            try await sweepOnce()
         }
     }
 
