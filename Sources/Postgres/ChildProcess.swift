@@ -6,8 +6,8 @@ import Foundation
 /// concurrency thread on Linux; this does not depend on a run loop. Output
 /// goes to a file rather than a pipe because `pg_ctl start` leaves a server
 /// running that could hold a pipe open forever.
-enum ChildProcess {
-    static func run(_ command: [String]) throws -> (status: Int32, output: String) {
+package enum ChildProcess {
+    package static func run(_ command: [String]) throws -> (status: Int32, output: String) {
         let outputPath = FileManager.default.temporaryDirectory
             .appendingPathComponent("subledger-child-\(UUID().uuidString).out").path
         defer { unlink(outputPath) }

@@ -64,25 +64,7 @@ final class ReplicatedClusters: Sendable {
         let isRoot = geteuid() == 0
         if rootOnly && !isRoot { return "" }
         let full = isRoot && !rootOnly ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + command : command
-        // posix_spawn with the output in a file, not a pipe: `pg_ctl start`
-        // leaves a server running that would hold a pipe open.
-        let outputPath = "/tmp/subledger-replicas-\(UUID().uuidString).out"
-        defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let arguments: [UnsafeMutablePointer<CChar>?] = full.map { strdup($0) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        var pid = pid_t()
-        guard posix_spawn(&pid, full[0], &actions, nil, arguments, environ) == 0 else {
-            throw ClusterCommandFailed(message: "cannot run \(full[0])")
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let (status, output) = try ChildProcess.run(full)
         guard status == 0 else {
             throw ClusterCommandFailed(message: "\(command[0]) failed: \(output)")
         }
