@@ -76,7 +76,7 @@ actor FakeAppStoreServerAPI {
         if var pending = hooks[key], !pending.isEmpty {
             let hook = pending.removeFirst()
             hooks[key] = pending
-            try? await hook()
+            do { try await hook() } catch { Issue.record(error, "a hook before answering \(key) failed") }
         }
         guard var script = scripts[key], !script.isEmpty else {
             return Answer(status: 404, body: #"{"errorCode": 4040010, "errorMessage": "Transaction id not found."}"#)

@@ -56,7 +56,10 @@ struct AppStoreReconcileTests {
     }
 
     @Test func aNotificationPostedDuringTheReconcileIsAppliedOnce() async throws {
-        try await withAppStoreAPI { api in
+        // The POST runs while the history call waits for its answer: on a loaded
+        // machine it may take longer than the tests' usual 5 s client timeout,
+        // after which the reconciler would ask again and find it first.
+        try await withAppStoreAPI(configure: { $0.appStoreAPISettings.requestTimeout = .seconds(120) }) { api in
             let notification = try Self.subscribed(api.store, "8000000000000002", uuid: "during-1")
             await api.fake.script(.notificationHistory, [FakeAppStoreServerAPI.history([notification])])
             // Apple's retry reaches the service while reconciliation waits for the history.
