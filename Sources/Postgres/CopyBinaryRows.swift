@@ -79,6 +79,12 @@ public struct CopyBinaryRows: Sendable {
         bytes.append(contentsOf: value)
     }
 
+    /// An `integer` value.
+    public mutating func append(integer value: Int32) {
+        Self.put(Int32(4), into: &bytes)
+        Self.put(value, into: &bytes)
+    }
+
     public mutating func appendNull() {
         Self.put(Int32(-1), into: &bytes)
     }

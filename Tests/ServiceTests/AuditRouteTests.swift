@@ -110,6 +110,20 @@ struct AuditRouteTests {
         #expect(await service.prune() == 0)
     }
 
+    @Test func anIdHoldingANullCharacterIsStoredWithoutStoppingItsBatch() async throws {
+        try await withApp { client, dependencies in
+            _ = try await client.get("/v1/subscribers/kim", key: Keys.support)
+            _ = try await client.get("/v1/subscribers/a%00b", key: Keys.support)
+            _ = try await client.get("/v1/subscribers/lee", key: Keys.support)
+            let listed = try await client.get("/v1/audit", key: Keys.admin)
+            #expect(listed.status == .ok)
+            let ids = listed.json["entries"]?.array.compactMap { $0["subscriberId"]?.string } ?? []
+            #expect(ids == ["kim", "a\u{FFFD}b", "lee"])
+            #expect(try await dependencies.auditTrail.flush(to: dependencies.pool) >= 0)
+            #expect(dependencies.auditTrail.pendingCount == 0)
+        }
+    }
+
     @Test func aFullBufferDropsAndCountsInsteadOfWaiting() async throws {
         let trail = AuditTrail(capacity: 3)
         for index in 0..<5 {

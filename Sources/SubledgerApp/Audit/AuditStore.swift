@@ -45,30 +45,37 @@ public struct AuditStore: Sendable {
         }
     }
 
-    /// Inserts a batch in one statement: the entries as one `jsonb` array.
+    /// Inserts a batch with one `COPY` in binary form: the server reads
+    /// each value as it is stored (no JSON to parse, no casts), which is the
+    /// cheapest way to keep pace with every audited read.
     func insert(_ entries: [AuditTrail.Entry]) async throws {
         guard !entries.isEmpty else { return }
-        var json = "["
-        for (index, entry) in entries.enumerated() {
-            if index > 0 { json += "," }
-            json += "{\"at\":" + JSONText.string(RFC3339.format(entry.at))
-            json += ",\"role\":" + JSONText.string(entry.role)
-            json += ",\"key_fingerprint\":" + JSONText.string(entry.keyFingerprint)
-            json += ",\"actor\":" + (entry.actor.map(JSONText.string) ?? "null")
-            json += ",\"method\":" + JSONText.string(entry.method)
-            json += ",\"path\":" + JSONText.string(entry.path)
-            json += ",\"subscriber_id\":" + (entry.subscriberID.map(JSONText.string) ?? "null")
-            json += ",\"action\":" + JSONText.string(entry.action)
-            json += ",\"status\":\(entry.status)}"
+        var rows = CopyBinaryRows(reservingCapacity: entries.count * 160)
+        for entry in entries {
+            rows.beginRow(fields: 9)
+            rows.append(unixMilliseconds: RFC3339.milliseconds(of: entry.at))
+            rows.append(Self.storable(entry.role))
+            rows.append(Self.storable(entry.keyFingerprint))
+            rows.append(entry.actor.map(Self.storable))
+            rows.append(Self.storable(entry.method))
+            rows.append(Self.storable(entry.path))
+            rows.append(entry.subscriberID.map(Self.storable))
+            rows.append(Self.storable(entry.action))
+            rows.append(integer: Int32(clamping: entry.status))
         }
-        json += "]"
-        try await pool.query("""
-            INSERT INTO audit_entries (at, role, key_fingerprint, actor, method, path, subscriber_id, action, status)
-            SELECT (e->>'at')::timestamptz, e->>'role', e->>'key_fingerprint', e->>'actor', e->>'method', e->>'path',
-                   e->>'subscriber_id', e->>'action', (e->>'status')::integer
-            FROM jsonb_array_elements(\(PostgresJSON(text: json))::jsonb) WITH ORDINALITY AS entries(e, n)
-            ORDER BY n
-            """)
+        try await pool.withConnection { connection in
+            try await connection.copy(unsafeSQL: """
+                COPY audit_entries (at, role, key_fingerprint, actor, method, path, subscriber_id, action, status)
+                FROM STDIN WITH (FORMAT binary)
+                """, rows: rows)
+        }
+    }
+
+    /// A value `text` can hold: PostgreSQL refuses U+0000, which a refused
+    /// request's percent-decoded subscriber id may contain. One such entry
+    /// must not stop its batch (it would be retried for ever).
+    static func storable(_ text: String) -> String {
+        text.utf8.contains(0) ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
     }
 
     /// Entries after position `after`, oldest first, of one subscriber or
