@@ -107,7 +107,7 @@ struct ChangeFold {
                    entitlements: states[transition.environment]?.entitlements ?? [])
         }
         clock = at
-        next = ledger.nextChange(after: at, catalog: catalog)
+        next = ledger.nextChange(after: at, catalog: catalog, environments: published.environments)
     }
 
     /// A reminder that became due: time up to `at` first, then the reminder

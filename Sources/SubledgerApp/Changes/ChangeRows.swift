@@ -67,6 +67,17 @@ enum ChangeRows {
         return result
     }
 
+    /// Due reminders too late to publish (due more than `lateness` seconds
+    /// before `now`, never published) are `skipped`, never sent late.
+    static func skipStaleRemindersStatement(at now: Date, lateness: TimeInterval) -> PostgresQuery {
+        """
+        UPDATE reminders r SET status = 'skipped', updated_at = now()
+        WHERE r.status = 'pending' AND r.next_attempt_at <= \(now)
+          AND r.due_at < \(now - lateness)
+          AND NOT EXISTS (SELECT 1 FROM changes c WHERE c.id = r.id)
+        """
+    }
+
     /// Published reminders leave the publisher's sight: their row's
     /// `next_attempt_at` now follows their delivery (never, until one is
     /// attempted).

@@ -128,12 +128,18 @@ public struct ChangeTimeSweeper: Service {
         return min(interval, .milliseconds(Int64(max(0, seconds) * 1000) + 5))
     }
 
+    /// How late a reminder may still be published: one due longer ago (the
+    /// service was down, or it is a first start on an old database) is
+    /// `skipped`, as one already due when it was scheduled is.
+    public static let reminderLateness: TimeInterval = 86_400
+
     /// One round; returns how many subscribers it moved on.
     @discardableResult
     public func sweepOnce() async throws -> Int {
         let now = self.now()
         return try await pool.withConnection { connection in
             try await connection.withTransaction { connection in
+                try await connection.query(ChangeRows.skipStaleRemindersStatement(at: now, lateness: Self.reminderLateness))
                 let due = try await ChangeRows.lockDue(at: now, limit: batchSize, on: connection)
                 guard !due.isEmpty else { return 0 }
                 // The ledger as of the version the feed reached: the snapshot
