@@ -71,8 +71,10 @@ struct ChangeFeedProofTests {
             let change = try #require(lost.first, "no entitlement_lost within a minute of the end")
             #expect(change["at"]?.string == RFC3339.format(expires), "at the end itself")
             #expect(change["data"]?["reason"]?.string == "ended")
-            // The bound: the interval, and a margin for a loaded machine.
-            #expect(seen.timeIntervalSince(expires) < interval.timeInterval + 8, "published \(seen.timeIntervalSince(expires)) s after the end")
+            // The contract's bound: a minute. (Alone it takes about the
+            // interval at most; beside every other suite on two cores, 12 s
+            // has been seen.)
+            #expect(seen.timeIntervalSince(expires) < 60, "published \(seen.timeIntervalSince(expires)) s after the end")
 
             try await Task.sleep(for: interval * 2)
             #expect(try await fixture.changes().filter { $0.type == "entitlement_lost" }.count == 1, "once")

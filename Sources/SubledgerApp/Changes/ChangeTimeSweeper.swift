@@ -63,7 +63,7 @@ public struct ChangeTimeSweeper: Service {
 
     /// The loop, usable without a service group (tests): stores the reminder
     /// webhook, then rounds; between two, it waits until the next known
-    /// instant (at most `interval`), sooner when a reminder is scheduled.
+    /// instant (at most `interval`), or until a reminder is scheduled.
     public func runUntilCancelled() async {
         while !Task.isCancelled {
             do {
@@ -91,16 +91,14 @@ public struct ChangeTimeSweeper: Service {
                     } catch {
                         logger.error("change sweep failed; retrying next round", metadata: ["error": "\(String(reflecting: error))"])
                     }
-                    var deadline = ContinuousClock.now + (try await untilNextInstant())
+                    let wait = try await untilNextInstant()
                     guard let listener else {
-                        try await Task.sleep(until: deadline)
+                        try await Task.sleep(for: wait)
                         continue
                     }
-                    // A reminder scheduled meanwhile may be due before the deadline.
-                    while ContinuousClock.now < deadline,
-                          try await listener.waitForNotification(timeout: deadline - ContinuousClock.now) != nil {
-                        deadline = min(deadline, ContinuousClock.now + (try await untilNextInstant()))
-                    }
+                    // A reminder scheduled meanwhile starts a round at once:
+                    // by the time this wakes it may be due already.
+                    _ = try await listener.waitForNotification(timeout: wait)
                 }
             } catch is CancellationError {
                 return
