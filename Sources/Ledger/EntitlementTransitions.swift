@@ -71,12 +71,12 @@ public struct PublishedEntitlements: Sendable, Equatable {
     {
         var transitions: [(EntitlementTransition, SubscriberState)] = []
         var at = from
-        while let next = ledger.nextChange(after: at, catalog: catalog), next <= until {
+        while let next = ledger.nextChange(after: at, catalog: catalog, environments: environments), next <= until {
             let (found, states) = advance(ledger, to: next, catalog: catalog)
             transitions += found.map { ($0, states[$0.environment]!) }
             at = next
         }
-        return (transitions, ledger.nextChange(after: max(at, until), catalog: catalog))
+        return (transitions, ledger.nextChange(after: max(at, until), catalog: catalog, environments: environments))
     }
 
     /// The JSON stored in `change_subscribers.entitlements`: `{"Production": ["pro"], ...}`.

@@ -11,6 +11,24 @@ extension SubscriberLedger {
         nextChange(after: at, evaluation: Evaluation(ledger: self, catalog: catalog, at: at))
     }
 
+    /// `nextChange(after:catalog:)` for the states of several environments:
+    /// the non-renewing periods are each environment's own (a Sandbox pass's
+    /// end is not among the Production instants), the other dates are the
+    /// same for all.
+    public func nextChange(after at: Date, catalog: Catalog, environments: [Environment]) -> Date? {
+        var next = nextChange(after: at, catalog: catalog)
+        for environment in environments where environment != .production {
+            for group in Evaluation(ledger: self, catalog: catalog, at: at, environment: environment).nonRenewingGroups {
+                for period in group.periods {
+                    for date in [period.start, period.end] where date > at && (next == nil || date < next!) {
+                        next = date
+                    }
+                }
+            }
+        }
+        return next
+    }
+
     /// The state at `at` and how long it holds (`nextChange(after:catalog:)`),
     /// from one evaluation of the ledger.
     public func stateAndNextChange(at: Date, catalog: Catalog) -> (state: SubscriberState, nextChange: Date?) {

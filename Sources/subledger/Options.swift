@@ -48,6 +48,7 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong(Variable.audit.flag), help: ArgumentHelp(Variable.audit.flagHelp)) var audit: String?
     @Option(name: .customLong(Variable.auditRetention.flag), help: ArgumentHelp(Variable.auditRetention.flagHelp)) var auditRetention: String?
     @Option(name: .customLong(Variable.databaseReadURL.flag), help: ArgumentHelp(Variable.databaseReadURL.flagHelp)) var databaseReadURL: String?
+    @Option(name: .customLong(Variable.changesSweepInterval.flag), help: ArgumentHelp(Variable.changesSweepInterval.flagHelp)) var changesSweepInterval: String?
 
     /// Each variable with the value its flag was given, if any.
     var flags: [(Variable, String?)] {
@@ -89,6 +90,7 @@ struct ConfigurationOptions: ParsableArguments {
             (.audit, audit),
             (.auditRetention, auditRetention),
             (.databaseReadURL, databaseReadURL),
+            (.changesSweepInterval, changesSweepInterval),
         ]
     }
 

@@ -28,7 +28,7 @@ struct Serve: AsyncParsableCommand {
             logger: logger)
         var dependencies = AppDependencies(
             configuration: configuration, pool: pool, catalog: catalog, metrics: registry,
-            consumers: Projections.names, logger: logger)
+            consumers: Projections.reportedByHealth, logger: logger)
         if let readURL = configuration.databaseReadURL {
             dependencies.standbyPool = ConnectionPool(
                 configuration: PoolConfiguration(conninfo: readURL, maximumConnections: configuration.poolSize,

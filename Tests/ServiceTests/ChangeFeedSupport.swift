@@ -27,6 +27,8 @@ actor ChangeReceiver {
     private(set) var requests: [Received] = []
     /// Requests that arrived, answered or not yet.
     private(set) var arrived = 0
+    /// Reminders among them.
+    private(set) var arrivedReminders = 0
     private var seen: [String: Int] = [:]
 
     init(failuresPerID: Int = 0, delay: Duration = .zero) {
@@ -37,7 +39,16 @@ actor ChangeReceiver {
     var accepted: [Received] { requests.filter { $0.status == 200 } }
     var acceptedIDs: Set<String> { Set(accepted.map(\.id)) }
 
-    func arrive() { arrived += 1 }
+    /// Whether at least so many requests, and so many reminders, arrived.
+    func inFlight(changes: Int, reminders: Int) -> Bool {
+        arrived >= changes && arrivedReminders >= reminders
+    }
+
+    func arrive(body: Data) {
+        arrived += 1
+        let fields = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
+        if ["renewal_reminder", "expiry_prompt"].contains(fields?["type"] as? String ?? "") { arrivedReminders += 1 }
+    }
 
     func receive(body: Data, signature: String?, eventID: String?) -> Int {
         let fields = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
@@ -59,7 +70,7 @@ func withChangeReceiver(_ receiver: ChangeReceiver, _ body: @escaping @Sendable 
         let bytes = try await request.body.collect(upTo: 1 << 20)
         let signature = request.headers.first { $0.name.canonicalName == "subledger-signature" }?.value
         let eventID = request.headers.first { $0.name.canonicalName == "subledger-event-id" }?.value
-        await receiver.arrive()
+        await receiver.arrive(body: Data(bytes.readableBytesView))
         if receiver.delay > .zero { try await Task.sleep(for: receiver.delay) }
         let status = await receiver.receive(body: Data(bytes.readableBytesView), signature: signature, eventID: eventID)
         return Response(status: .init(code: status))

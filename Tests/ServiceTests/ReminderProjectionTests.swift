@@ -210,7 +210,7 @@ struct ReminderFixture: Sendable {
         let data = Data(catalogJSON.utf8)
         let catalog = CatalogSource(catalog: try Catalog.decode(from: data), modified: Date(), raw: data)
         let dependencies = AppDependencies(configuration: configuration, pool: pool, catalog: catalog,
-                                           consumers: Projections.names, logger: logger)
+                                           consumers: Projections.reportedByHealth, logger: logger)
         let fixture = ReminderFixture(dependencies: dependencies, conninfo: conninfo,
                                       projection: ReminderProjection(store: dependencies.store, catalog: catalog.catalog))
         do {

@@ -60,19 +60,22 @@ struct ReminderRouteTests {
         try await ReminderFixture.with { fixture in
             try await fixture.append("cid", [ReminderFixture.pass("c1", at: Date() - 25 * 86_400)])
             try await buildApplication(fixture.dependencies).test(.router) { client in
-                func lag() async throws -> Int? {
+                func lag(of consumer: String = "reminders") async throws -> Int? {
                     // A loaded machine can miss the health check's 3 s deadline (503): ask again.
                     for _ in 0..<3 {
                         let response = try await client.execute(uri: "/health", method: .get)
                         guard response.status == .ok else { continue }
                         let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
-                        return (body?["projections"] as? [String: Any])?["reminders"] as? Int
+                        return (body?["projections"] as? [String: Any])?[consumer] as? Int
                     }
                     return nil
                 }
                 #expect(try await lag() == 1)
+                #expect(try await lag(of: "changes") == 1, "the change feed's consumer is reported like the projections")
                 try await fixture.project()
                 #expect(try await lag() == 0)
+                try await fixture.feed()
+                #expect(try await lag(of: "changes") == 0)
 
                 let response = try await client.execute(uri: "/v1/subscribers/cid", method: .get, headers: [.authorization: "Bearer \(Keys.support)"])
                 #expect(response.status == .ok)

@@ -64,6 +64,10 @@ public struct SubledgerConfiguration: Sendable {
     public var sessionTimeouts: SessionTimeouts
     /// The longest a change feed long-poll is held (`SUBLEDGER_CHANGES_MAX_WAIT`), whatever `wait` asks.
     public var changesMaximumWait: Duration = .seconds(30)
+    /// The longest wait between two rounds of the change feed's time sweeper
+    /// (`SUBLEDGER_CHANGES_SWEEP_INTERVAL`): how late a transition by time
+    /// alone or a due reminder may be published.
+    public var changesSweepInterval: Duration = .seconds(15)
     /// Whether requests about subscribers are audited (`SUBLEDGER_AUDIT`).
     public var auditEnabled = true
     /// How long audit entries are kept; nil: for ever (`SUBLEDGER_AUDIT_RETENTION`).
@@ -194,6 +198,11 @@ public struct SubledgerConfiguration: Sendable {
             throw fail(.changesMaximumWait, "expected whole seconds from 0 to 30, got \(maximumWait.prefix(64))")
         }
         changesMaximumWait = .seconds(waitSeconds)
+        let changesSweep = value(.changesSweepInterval) ?? ""
+        guard let changesSweepSeconds = Int(changesSweep), (1...60).contains(changesSweepSeconds) else {
+            throw fail(.changesSweepInterval, "expected whole seconds from 1 to 60, got \(changesSweep.prefix(64))")
+        }
+        changesSweepInterval = .seconds(changesSweepSeconds)
         switch (value(.audit) ?? "").lowercased() {
         case "on": auditEnabled = true
         case "off": auditEnabled = false

@@ -127,6 +127,9 @@ extension ConfigurationVariable {
     public static let auditRetention = ConfigurationVariable(
         "SUBLEDGER_AUDIT_RETENTION", flag: "audit-retention", default: "P400D",
         help: "ISO 8601 duration audit entries are kept, P0D = for ever")
+    public static let changesSweepInterval = ConfigurationVariable(
+        "SUBLEDGER_CHANGES_SWEEP_INTERVAL", flag: "changes-sweep-interval", default: "15",
+        help: "Longest seconds between looks for entitlement changes by time alone and due reminders, 1 to 60")
     /// Every variable, in the order `--help` and the docs list them.
     public static let all: [ConfigurationVariable] = [
         databaseURL, dataDirectory, sqlDirectory, host, port, apiKeys, products, restorePolicy, restoreVerify,
@@ -138,5 +141,6 @@ extension ConfigurationVariable {
         changesMaximumWait,
         audit, auditRetention,
         databaseReadURL,
+        changesSweepInterval,
     ]
 }

@@ -28,6 +28,13 @@ struct ChangeBody: Encodable {
     var recordedAt: Date
     var data: JSONValue
     var entitlements: [SubscriberState.Entitlement]
+    /// A reminder's fields, also at the top level (as the reminder webhook
+    /// has always sent them); absent from every other change.
+    var group: String?
+    var productId: String?
+    var expiresAt: Date?
+    var lead: String?
+    var dueAt: Date?
 }
 
 /// One subscriber's feed moved along: ledger events become changes, and the
@@ -100,14 +107,34 @@ struct ChangeFold {
                    entitlements: states[transition.environment]?.entitlements ?? [])
         }
         clock = at
-        next = ledger.nextChange(after: at, catalog: catalog)
+        next = ledger.nextChange(after: at, catalog: catalog, environments: published.environments)
+    }
+
+    /// A reminder that became due: time up to `at` first, then the reminder
+    /// as a change whose id is the reminder's and whose fields are the
+    /// reminder webhook's (in `data` and at the top level).
+    mutating func publish(_ reminder: DesiredReminder, at: Date, recordedAt: Date) {
+        advanceTime(until: at, recordedAt: recordedAt)
+        let at = max(clock, at)
+        let state = ledger.state(at: at, catalog: catalog, environment: reminder.environment)
+        let data = (try? reminder.webhookBody()).flatMap { JSONValue(json: $0) } ?? .object([:])
+        append(id: reminder.id, type: reminder.type.rawValue, environment: reminder.environment, at: at, recordedAt: recordedAt,
+               data: data, entitlements: state.entitlements, reminder: reminder)
+        clock = at
     }
 
     private mutating func append(id: String, type: String, environment: Ledger.Environment, at: Date, recordedAt: Date,
-                                 data: JSONValue, entitlements: [SubscriberState.Entitlement]) {
+                                 data: JSONValue, entitlements: [SubscriberState.Entitlement], reminder: DesiredReminder? = nil) {
         sequence += 1
-        let body = ChangeBody(id: id, sequence: sequence, type: type, subscriberId: subscriberID, environment: environment.rawValue,
+        var body = ChangeBody(id: id, sequence: sequence, type: type, subscriberId: subscriberID, environment: environment.rawValue,
                               at: at, recordedAt: recordedAt, data: data, entitlements: entitlements)
+        if let reminder {
+            body.group = reminder.group
+            body.productId = reminder.productID
+            body.expiresAt = reminder.expiresAt
+            body.lead = reminder.lead.description
+            body.dueAt = reminder.dueAt
+        }
         let text = (try? LedgerJSON.makeEncoder().encode(body)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         changes.append(NewChange(id: id, subscriber_id: subscriberID, sequence: sequence, type: type,
                                  environment: environment.rawValue, recorded_at: recordedAt, body: text))

@@ -14,21 +14,16 @@ public enum ChangeMetrics {
         case gaveUp = "gave_up"
     }
 
-    static let success = Counter(label: "subledger_webhook_deliveries_total", dimensions: [("outcome", Outcome.success.rawValue)])
-    static let failure = Counter(label: "subledger_webhook_deliveries_total", dimensions: [("outcome", Outcome.failure.rawValue)])
-    static let gaveUp = Counter(label: "subledger_webhook_deliveries_total", dimensions: [("outcome", Outcome.gaveUp.rawValue)])
-
+    /// Looked up in the metrics backend at each use (the backend keeps one
+    /// per label and dimensions), so a first use before the backend is set
+    /// up cannot leave a counter that counts nowhere.
     static func deliveries(_ outcome: Outcome) -> Counter {
-        switch outcome {
-        case .success: success
-        case .failure: failure
-        case .gaveUp: gaveUp
-        }
+        Counter(label: "subledger_webhook_deliveries_total", dimensions: [("outcome", outcome.rawValue)])
     }
 
     /// Seconds since the oldest event the feed has not yet turned into
     /// changes was recorded (0 when caught up).
-    static let feedLag = Gauge(label: "subledger_change_feed_lag_seconds")
+    static var feedLag: Gauge { Gauge(label: "subledger_change_feed_lag_seconds") }
 
     /// Per endpoint: age of its oldest pending delivery (0 when none).
     static func oldestPending(endpoint: String) -> Gauge {

@@ -25,18 +25,69 @@ enum ChangeRows {
         return try progress(rows)
     }
 
-    /// Locks up to `limit` subscribers whose next transition by time is due,
-    /// skipping those another sweeper (or the consumer) holds.
+    /// Locks up to `limit` subscribers whose next transition by time is due
+    /// and up to `limit` with a reminder due and not yet published, skipping
+    /// those another sweeper (or the consumer) holds. A subscriber the feed
+    /// has not reached yet has no row: their reminders wait for it.
     static func lockDue(at now: Date, limit: Int, on connection: Connection) async throws -> [String: ChangeProgress] {
         let rows = try await connection.query("""
             SELECT subscriber_id, stream_version, clock, sequence, entitlements::text, next_transition_at
             FROM change_subscribers
-            WHERE next_transition_at <= \(now)
-            ORDER BY next_transition_at
-            LIMIT \(limit)
+            WHERE subscriber_id IN (
+                (SELECT subscriber_id FROM change_subscribers WHERE next_transition_at <= \(now)
+                 ORDER BY next_transition_at LIMIT \(limit))
+                UNION
+                (SELECT r.subscriber_id FROM reminders r
+                 WHERE r.status = 'pending' AND r.next_attempt_at <= \(now)
+                   AND NOT EXISTS (SELECT 1 FROM changes c WHERE c.id = r.id)
+                 ORDER BY r.next_attempt_at LIMIT \(limit)))
             FOR UPDATE SKIP LOCKED
             """)
         return try progress(rows)
+    }
+
+    /// The due reminders of `subscriberIDs` not yet published, by due time
+    /// (the reminder projection's rows; `next_attempt_at` is their due time
+    /// until they are published).
+    static func dueReminders(of subscriberIDs: [String], at now: Date, on connection: Connection) async throws -> [String: [DesiredReminder]] {
+        guard !subscriberIDs.isEmpty else { return [:] }
+        let wanted = PostgresJSON(data: try JSONEncoder().encode(subscriberIDs))
+        let rows = try await connection.query("""
+            SELECT \(unsafeRaw: ReminderRows.columns) FROM reminders r
+            WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(wanted)::jsonb))
+              AND status = 'pending' AND next_attempt_at <= \(now)
+              AND NOT EXISTS (SELECT 1 FROM changes c WHERE c.id = r.id)
+            ORDER BY least(due_at, next_attempt_at), id
+            """)
+        var result: [String: [DesiredReminder]] = [:]
+        for row in rows {
+            let (reminder, _, _, _) = try ReminderRows.reminder(row)
+            result[reminder.subscriberID, default: []].append(reminder)
+        }
+        return result
+    }
+
+    /// Due reminders too late to publish (due more than `lateness` seconds
+    /// before `now`, never published) are `skipped`, never sent late.
+    static func skipStaleRemindersStatement(at now: Date, lateness: TimeInterval) -> PostgresQuery {
+        """
+        UPDATE reminders r SET status = 'skipped', updated_at = now()
+        WHERE r.status = 'pending' AND r.next_attempt_at <= \(now)
+          AND r.due_at < \(now - lateness)
+          AND NOT EXISTS (SELECT 1 FROM changes c WHERE c.id = r.id)
+        """
+    }
+
+    /// Published reminders leave the publisher's sight: their row's
+    /// `next_attempt_at` now follows their delivery (never, until one is
+    /// attempted).
+    static func markPublishedStatement(_ reminderIDs: [String]) throws -> PostgresQuery? {
+        guard !reminderIDs.isEmpty else { return nil }
+        let ids = PostgresJSON(data: try JSONEncoder().encode(reminderIDs))
+        return """
+            UPDATE reminders SET next_attempt_at = 'infinity', updated_at = now()
+            WHERE id IN (SELECT jsonb_array_elements_text(\(ids)::jsonb)) AND status = 'pending'
+            """
     }
 
     private static func progress(_ rows: PostgresRows) throws -> [String: ChangeProgress] {
@@ -108,11 +159,12 @@ enum ChangeRows {
 
     /// The writes of a fold round, one pipeline: progress, changes with
     /// their deliveries, and the wake-up when there is anything new.
-    static func write(_ folds: [ChangeFold], on connection: Connection) async throws {
+    static func write(_ folds: [ChangeFold], publishedReminders: [String] = [], on connection: Connection) async throws {
         let changes = folds.flatMap(\.changes)
         let statements = [
             try saveProgressStatement(folds.map(\.progress)),
             try insertStatement(changes),
+            try markPublishedStatement(publishedReminders),
             changes.isEmpty ? nil : notifyStatement,
         ].compactMap { $0 }
         if !statements.isEmpty { _ = try await connection.pipeline(statements) }

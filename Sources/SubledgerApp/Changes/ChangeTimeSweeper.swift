@@ -16,28 +16,120 @@ import ServiceLifecycle
 /// the stream version the feed reached, and publishes the transitions at each
 /// passed instant with ids from subscriber, entitlement, kind and instant;
 /// `changes.id` is unique, so a transition is stored once whoever computes it.
+///
+/// Reminders are published here too: a pending reminder of the reminder
+/// projection whose time has come becomes a change of its subscriber (id:
+/// the reminder's), in the same round and under the same lock, so it takes
+/// its place in the subscriber's `sequence` among the transitions.
 public struct ChangeTimeSweeper: Service {
+    /// The longest wait between rounds; a round also starts when the next
+    /// known instant (a transition, a reminder) comes.
     public var interval: Duration
     public var batchSize = 200
+    /// `SUBLEDGER_WEBHOOK_URL`, stored as an endpoint before the first round
+    /// (nil: removed), so no reminder is published before it exists.
+    public var reminderWebhook: ReminderWebhook?
+    /// Where to listen for newly scheduled reminders (the reminder
+    /// projection's NOTIFY), so that the next round starts at their due
+    /// time; nil: rounds at `interval` and the known instants only.
+    let conninfo: String?
     let pool: ConnectionPool
     let catalog: Catalog
     let logger: Logger
     let now: @Sendable () -> Date
 
-    public init(pool: ConnectionPool, catalog: Catalog, interval: Duration = .seconds(15),
-                logger: Logger = Logger(label: "subledger.changes.sweeper"), now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(pool: ConnectionPool, catalog: Catalog, interval: Duration = .seconds(15), reminderWebhook: ReminderWebhook? = nil,
+                conninfo: String? = nil, logger: Logger = Logger(label: "subledger.changes.sweeper"),
+                now: @escaping @Sendable () -> Date = { Date() }) {
         self.pool = pool
+        self.conninfo = conninfo
         self.catalog = catalog
         self.interval = interval
+        self.reminderWebhook = reminderWebhook
         self.logger = logger
         self.now = now
     }
 
     public func run() async throws {
-        await repeatRounds(every: interval, logger: logger, failure: "change sweep failed; retrying next round") {
-            while try await sweepOnce() >= batchSize {}
+        if reminderWebhook == nil {
+            logger.notice("no webhook URL: reminders are published to the change feed, not sent to a reminder webhook")
+        } else if reminderWebhook?.secret == nil {
+            logger.warning("no webhook secret: reminders are sent without a Subledger-Signature header")
+        }
+        try? await cancelWhenGracefulShutdown {
+            await runUntilCancelled()
         }
     }
+
+    /// The loop, usable without a service group (tests): stores the reminder
+    /// webhook, then rounds; between two, it waits until the next known
+    /// instant (at most `interval`), or until a reminder is scheduled.
+    public func runUntilCancelled() async {
+        while !Task.isCancelled {
+            do {
+                try await ReminderWebhook.register(reminderWebhook, pool: pool)
+                break
+            } catch {
+                if Task.isCancelled { return }
+                logger.error("cannot store the reminder webhook; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+        while !Task.isCancelled {
+            do {
+                let listener = try await conninfo.asyncMap { conninfo in
+                    let connection = try await Connection.connect(to: conninfo, logger: logger)
+                    try await connection.listen(ReminderProjection.notificationChannel)
+                    return connection
+                }
+                defer { listener?.close() }
+                while !Task.isCancelled {
+                    do {
+                        while try await sweepOnce() >= batchSize {}
+                    } catch is CancellationError {
+                        return
+                    } catch {
+                        logger.error("change sweep failed; retrying next round", metadata: ["error": "\(String(reflecting: error))"])
+                    }
+                    let wait = try await untilNextInstant()
+                    guard let listener else {
+                        try await Task.sleep(for: wait)
+                        continue
+                    }
+                    // A reminder scheduled meanwhile starts a round at once:
+                    // by the time this wakes it may be due already.
+                    _ = try await listener.waitForNotification(timeout: wait)
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                if Task.isCancelled { return }
+                logger.error("change sweeper failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    /// Until the earliest known instant still to come (a transition by
+    /// time, a reminder's due time), at most `interval`. One already passed
+    /// that the round left (its subscriber held elsewhere, not yet reached
+    /// by the feed) waits for the interval rather than spinning.
+    func untilNextInstant() async throws -> Duration {
+        let now = self.now()
+        let rows = try await pool.query("""
+            SELECT extract(epoch FROM least(
+                (SELECT min(next_transition_at) FROM change_subscribers WHERE next_transition_at > \(now)),
+                (SELECT min(next_attempt_at) FROM reminders WHERE status = 'pending' AND next_attempt_at > \(now)
+                   AND next_attempt_at < 'infinity')) - \(now))::float8
+            """)
+        guard let seconds = try rows.first?.decode(Double?.self, at: 0), seconds.isFinite else { return interval }
+        return min(interval, .milliseconds(Int64(max(0, seconds) * 1000) + 5))
+    }
+
+    /// How late a reminder may still be published: one due longer ago (the
+    /// service was down, or it is a first start on an old database) is
+    /// `skipped`, as one already due when it was scheduled is.
+    public static let reminderLateness: TimeInterval = 86_400
 
     /// One round; returns how many subscribers it moved on.
     @discardableResult
@@ -45,6 +137,7 @@ public struct ChangeTimeSweeper: Service {
         let now = self.now()
         return try await pool.withConnection { connection in
             try await connection.withTransaction { connection in
+                try await connection.query(ChangeRows.skipStaleRemindersStatement(at: now, lateness: Self.reminderLateness))
                 let due = try await ChangeRows.lockDue(at: now, limit: batchSize, on: connection)
                 guard !due.isEmpty else { return 0 }
                 // The ledger as of the version the feed reached: the snapshot
@@ -55,18 +148,31 @@ public struct ChangeTimeSweeper: Service {
                     due.keys.sorted().map { ($0, through[$0]!) },
                     progressTable: "(SELECT subscriber_id, stream_version - 1 AS stream_version, clock FROM change_subscribers)"))
                 let replays = try await SubscriberSnapshots.replays(read, through: through, on: connection)
+                let reminders = try await ChangeRows.dueReminders(of: due.keys.sorted(), at: now, on: connection)
                 var folds: [ChangeFold] = []
+                var published: [String] = []
                 for (subscriberID, progress) in due {
                     guard let replay = replays[subscriberID] else { continue }
                     var ledger = replay.ledger
                     for (_, event) in replay.events { ledger.apply(event) }
                     var fold = ChangeFold(ledger: ledger, progress: progress, catalog: catalog)
+                    for reminder in reminders[subscriberID] ?? [] {
+                        fold.publish(reminder, at: min(reminder.dueAt, now), recordedAt: now)
+                        published.append(reminder.id)
+                    }
                     fold.advanceTime(until: now, recordedAt: now)
                     folds.append(fold)
                 }
-                try await ChangeRows.write(folds, on: connection)
+                try await ChangeRows.write(folds, publishedReminders: published, on: connection)
                 return folds.count
             }
         }
+    }
+}
+
+extension Optional {
+    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
+        guard let self else { return nil }
+        return try await transform(self)
     }
 }

@@ -15,8 +15,9 @@ public enum Projections {
 }
 
 /// The reminder workers `serve` runs, in dependency order: the projection's
-/// runner, the expiry sweeper (reads what the projection wrote), the
-/// dispatcher.
+/// runner, the expiry sweeper (reads what the projection wrote). Due
+/// reminders are published and delivered by the change feed's workers
+/// (`makeChangeFeedServices`).
 public func makeReminderServices(
     _ dependencies: AppDependencies, conninfo: String, expirySweepInterval: Duration = .seconds(30)
 ) -> [any Service] {
@@ -26,7 +27,5 @@ public func makeReminderServices(
     }
     services.append(ExpirySweeper(store: dependencies.store, catalog: dependencies.catalog.catalog,
                                   interval: expirySweepInterval, logger: logger))
-    services.append(ReminderDispatcher(pool: dependencies.pool, store: dependencies.store, conninfo: conninfo,
-                                       settings: ReminderDispatcher.Settings(dependencies.configuration), logger: logger))
     return services
 }

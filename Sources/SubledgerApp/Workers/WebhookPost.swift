@@ -60,3 +60,13 @@ enum WebhookPost {
         return min(firstRetry * factor, maximum)
     }
 }
+
+extension HTTPClient {
+    /// A client that follows no redirect: webhook deliveries, so only the
+    /// receiver's own 2xx marks a change (or reminder) sent, and receipt
+    /// validation, so the shared secret in its body is never re-sent to
+    /// wherever a redirect points. Lives as long as the process.
+    public static let withoutRedirects = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+}

@@ -8,10 +8,15 @@ import Postgres
 @testable import HTTPAPI
 import Testing
 
+/// Reminders are changes of the feed: published by the change sweeper when
+/// due and delivered by the change dispatcher to the `SUBLEDGER_WEBHOOK_URL`
+/// endpoint, with what its receivers were promised (same id on every
+/// attempt, signature, the reminder's fields, retries, then `failed`).
+///
 /// A broken consumer or dispatcher can loop forever instead of failing:
 /// the time limit turns that into a failure of the test that hung.
-@Suite("Reminder dispatcher", .timeLimit(.minutes(5)))
-struct ReminderDispatcherTests {
+@Suite("Reminder delivery", .timeLimit(.minutes(5)))
+struct ReminderDeliveryTests {
     @Test func aFailedDeliveryIsRetriedAndAcceptedOnceWithTheSameIdAndAValidSignature() async throws {
         try await ReminderFixture.with { fixture in
             let receiver = WebhookReceiver(failuresPerID: 1)
@@ -20,7 +25,8 @@ struct ReminderDispatcherTests {
                 try await fixture.project()
                 try await fixture.makeDue(lead: "P1D")
                 // A first retry long enough to observe on a loaded machine; then made due by hand.
-                let dispatcher = fixture.dispatcher(url: url, firstRetry: .seconds(10))
+                let dispatcher = try await fixture.dispatcher(url: url, firstRetry: .seconds(10))
+                try await fixture.publish()
 
                 #expect(try await dispatcher.dispatchDue() == 1)
                 let afterFailure = try await fixture.delivery(lead: "P1D")
@@ -39,7 +45,9 @@ struct ReminderDispatcherTests {
                 }
                 #expect(!WebhookSignature.isValid(header: requests[0].signature ?? "", body: requests[0].body, secret: "other"))
                 let body = try JSONSerialization.jsonObject(with: requests[1].body) as? [String: Any]
-                #expect(Set(body?.keys.map { $0 } ?? []) == ["id", "type", "subscriberId", "group", "productId", "expiresAt", "lead", "dueAt", "environment"])
+                #expect(Set((body ?? [:]).keys).isSuperset(of: ["id", "type", "subscriberId", "group", "productId", "expiresAt", "lead", "dueAt", "environment"]))
+                #expect(body?["id"] as? String == requests[1].id && (requests[1].id).hasPrefix("rem:"), "the reminder's id")
+                #expect(body?["type"] as? String == "renewal_reminder")
                 #expect(body?["subscriberId"] as? String == "alice" && body?["lead"] as? String == "P1D")
 
                 let sent = try await fixture.delivery(lead: "P1D")
@@ -65,7 +73,8 @@ struct ReminderDispatcherTests {
                 try await fixture.append("bea", [ReminderFixture.pass("tb1", at: Date() - 25 * 86_400)])
                 try await fixture.project()
                 try await fixture.makeDue(lead: "P1D")
-                let dispatcher = fixture.dispatcher(url: url.replacingOccurrences(of: "/hook", with: "/big"))
+                let dispatcher = try await fixture.dispatcher(url: url.replacingOccurrences(of: "/hook", with: "/big"))
+                try await fixture.publish()
                 #expect(try await dispatcher.dispatchDue() == 1)
                 let row = try await fixture.delivery(lead: "P1D")
                 #expect(row.status == "sent" && row.attempts == 1, "\(row)")
@@ -85,7 +94,8 @@ struct ReminderDispatcherTests {
                 try await fixture.append("cal", [ReminderFixture.pass("tc1", at: Date() - 25 * 86_400)])
                 try await fixture.project()
                 try await fixture.makeDue(lead: "P1D")
-                let dispatcher = fixture.dispatcher(url: url.replacingOccurrences(of: "/hook", with: path), firstRetry: .seconds(30))
+                let dispatcher = try await fixture.dispatcher(url: url.replacingOccurrences(of: "/hook", with: path), firstRetry: .seconds(30))
+                try await fixture.publish()
                 #expect(try await dispatcher.dispatchDue() == 1)
                 let row = try await fixture.delivery(lead: "P1D")
                 let error = row.lastError ?? ""
@@ -110,7 +120,9 @@ struct ReminderDispatcherTests {
                 }
                 try await fixture.project()
                 try await fixture.makeDue()
-                let dispatchers = (0..<4).map { _ in fixture.dispatcher(url: url).with { $0.batchSize = 2 } }
+                let dispatcher = try await fixture.dispatcher(url: url)
+                try await fixture.publish()
+                let dispatchers = (0..<4).map { _ in dispatcher.with { $0.batchSize = 2 } }
 
                 let claimed = try await withThrowingTaskGroup(of: Int.self) { group in
                     for dispatcher in dispatchers { group.addTask { try await fixture.drainDispatcher(dispatcher) } }
@@ -129,30 +141,29 @@ struct ReminderDispatcherTests {
     }
 
     /// What keeps dispatchers apart, made to happen every time: while another
-    /// claim's transaction holds some due reminders, a claim takes others at
+    /// claim's transaction holds some due deliveries, a claim takes others at
     /// once. (Without `SKIP LOCKED` it waits for the held ones and takes them
     /// too once they are released, so both claims would deliver them; the
     /// race above hits that window only now and then.)
     @Test func aClaimTakesOtherRemindersThanTheOnesAnotherClaimHolds() async throws {
         try await ReminderFixture.with { fixture in
-            for index in 0..<2 {
+            for index in 0..<4 {
                 try await fixture.append("s\(index)", [ReminderFixture.pass("t\(index)", at: Date() - 86_400)])
             }
             try await fixture.project()
-            try await fixture.makeDue()
-            let deliveries = ReminderDeliveryStore(pool: fixture.dependencies.pool, store: fixture.dependencies.store)
+            try await fixture.makeDue(lead: "P0D")
+            let dispatcher = try await fixture.dispatcher(url: "http://127.0.0.1:9/hook").with { $0.batchSize = 2 }
+            try await fixture.publish()
             let (held, claim, claimedWhileHeld) = try await fixture.dependencies.pool.withTransaction { connection in
                 let held = try await connection.query("""
-                    SELECT id FROM reminders WHERE status = 'pending' ORDER BY next_attempt_at, id LIMIT 2 FOR UPDATE
+                    SELECT change_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY id LIMIT 2 FOR UPDATE
                     """).map { try $0.decode(String.self, at: 0) }
-                let claim = Task {
-                    try await deliveries.claimDue(limit: 2, lease: .seconds(60), token: UUID()).map(\.reminder.id)
-                }
+                let claim = Task { try await dispatcher.claim().map(\.changeID) }
                 return (held, claim, try? await withDeadline(.seconds(30)) { try await claim.value })
             }
             let claimed = try await claim.value
             #expect(held.count == 2)
-            #expect(claimedWhileHeld != nil, "the claim waited for the reminders another claim held")
+            #expect(claimedWhileHeld != nil, "the claim waited for the deliveries another claim held")
             #expect(claimed.count == 2 && Set(claimed).isDisjoint(with: held), "held \(held), claimed \(claimed)")
         }
     }
@@ -164,7 +175,8 @@ struct ReminderDispatcherTests {
                 try await fixture.append("dave", [ReminderFixture.pass("d1", at: Date() - 25 * 86_400)])
                 try await fixture.project()
                 try await fixture.makeDue(lead: "P0D")
-                let dispatcher = fixture.dispatcher(url: url).with { $0.maximumAttempts = 3 }
+                let dispatcher = try await fixture.dispatcher(url: url, maximumAttempts: 3)
+                try await fixture.publish()
                 try await fixture.dispatch(dispatcher) { (try? await fixture.delivery(lead: "P0D").status) == "failed" }
                 #expect(await receiver.requests.count == 3)
                 #expect(try await fixture.events(type: "reminder_failed", of: "dave").count == 1)
@@ -190,25 +202,40 @@ struct ReminderDispatcherTests {
             try await fixture.append("erin", [ReminderFixture.pass("e1", at: Date() - 86_400)])
             try await fixture.project()
             try await fixture.makeDue()
-            let dispatcher = ReminderDispatcher(pool: fixture.dependencies.pool, store: fixture.dependencies.store,
-                                                conninfo: fixture.conninfo, settings: .init(webhookURL: nil, secret: nil))
+            let dispatcher = try await fixture.dispatcher(url: nil)
+            try await fixture.publish()
             #expect(try await dispatcher.dispatchDue() == 0)
             #expect(try await fixture.rows().map(\.status) == [.pending, .pending, .pending])
             #expect(try await fixture.events(type: "reminder_sent", of: "erin").isEmpty)
+            // They are changes of the feed all the same, each once.
+            let published = try await fixture.dependencies.pool.query("""
+                SELECT count(*) FROM changes WHERE type IN ('renewal_reminder', 'expiry_prompt')
+                """).first!.decode(Int.self, at: 0)
+            #expect(published == 3)
+            try await fixture.publish()
+            #expect(try await fixture.dependencies.pool.query("SELECT count(*) FROM changes WHERE id LIKE 'rem:%'").first!.decode(Int.self, at: 0) == 3)
         }
     }
 
-    /// The loop sleeps up to the poll interval, but a reminder that becomes
-    /// pending wakes it (NOTIFY) and it sleeps only until that one is due.
+    /// The sweeper sleeps up to its interval, but a reminder that becomes
+    /// pending wakes it (NOTIFY) and it sleeps only until that one is due;
+    /// the dispatcher is woken by the publication.
     @Test func theRunningDispatcherWakesOnNotifyAndSendsWhenDue() async throws {
         try await ReminderFixture.with { fixture in
             let receiver = WebhookReceiver(failuresPerID: 0)
             try await withReceiver(receiver) { url in
                 // A poll far beyond the bound below: waiting for it cannot pass,
                 // while a run starved of threads by the other suites still can.
-                let dispatcher = fixture.dispatcher(url: url).with { $0.pollInterval = .seconds(600) }
+                let dispatcher = try await fixture.dispatcher(url: url).with { $0.pollInterval = .seconds(600) }
+                let sweeper = ChangeTimeSweeper(pool: fixture.dependencies.pool, catalog: fixture.dependencies.catalog.catalog,
+                                                interval: .seconds(600),
+                                                reminderWebhook: ReminderWebhook(url: url, secret: "whsec-test"), conninfo: fixture.conninfo)
                 let running = Task { await dispatcher.runUntilCancelled() }
-                defer { running.cancel() }
+                let sweeping = Task { await sweeper.runUntilCancelled() }
+                defer {
+                    running.cancel()
+                    sweeping.cancel()
+                }
                 try await Task.sleep(for: .milliseconds(300))
                 // The expiry prompt is due at the expiry, a moment ahead; a
                 // reminder already due when the projection schedules it is
@@ -220,6 +247,7 @@ struct ReminderDispatcherTests {
                     let now = Date()
                     try await fixture.append("fay\(attempt)", [ReminderFixture.monthly("f\(attempt)", at: now - 86_400, expires: now + margin),
                                                                 ReminderFixture.autoRenew("f\(attempt)", false, at: now - 1)])
+                    try await fixture.feed()
                     try await fixture.project()
                     let statuses = try await fixture.rows().filter { $0.lead == "P0D" }.map(\.status)
                     if statuses.last == .pending { break }
@@ -237,12 +265,12 @@ struct ReminderDispatcherTests {
     }
 
     @Test func backoffStartsWithinThirtySecondsAndIsCapped() {
-        var settings = ReminderDispatcher.Settings()
+        var settings = ChangeDispatcher.Settings()
         #expect(settings.firstRetry <= .seconds(30))
         #expect(settings.lease > settings.requestTimeout)
+        #expect(ReminderWebhook(url: "http://x", secret: nil).maximumAttempts == 10)
         settings.maximumBackoff = .seconds(100)
-        let dispatcher = ReminderDispatcher(pool: ConnectionPool(configuration: .init(conninfo: "")), store: EventStore(pool: ConnectionPool(configuration: .init(conninfo: ""))),
-                                            conninfo: "", settings: settings)
+        let dispatcher = ChangeDispatcher(pool: ConnectionPool(configuration: .init(conninfo: "")), conninfo: "", settings: settings)
         #expect((1...6).map { dispatcher.backoff(afterAttempt: $0) } == [.seconds(10), .seconds(20), .seconds(40), .seconds(80), .seconds(100), .seconds(100)])
     }
 
@@ -259,31 +287,60 @@ struct ReminderDispatcherTests {
     }
 }
 
-extension ReminderDispatcher {
-    func with(_ change: (inout Settings) -> Void) -> ReminderDispatcher {
+extension ChangeDispatcher {
+    func with(_ change: (inout Settings) -> Void) -> ChangeDispatcher {
         var settings = self.settings
         change(&settings)
-        return ReminderDispatcher(pool: pool, store: deliveries.store, conninfo: conninfo, settings: settings, client: client, logger: logger)
+        return ChangeDispatcher(pool: pool, conninfo: conninfo, settings: settings, client: client, logger: logger)
     }
 }
 
 extension ReminderFixture {
-    func dispatcher(url: String, firstRetry: Duration = .milliseconds(100)) -> ReminderDispatcher {
-        var settings = ReminderDispatcher.Settings(webhookURL: url, secret: "whsec-test")
+    /// Stores the reminder webhook (`url`; nil: none) as `serve` does before
+    /// its first sweep, and returns a change dispatcher.
+    func dispatcher(url: String?, firstRetry: Duration = .milliseconds(100), maximumAttempts: Int = 10) async throws -> ChangeDispatcher {
+        try await ReminderWebhook.register(url.map { ReminderWebhook(url: $0, secret: "whsec-test", maximumAttempts: maximumAttempts) },
+                                           pool: dependencies.pool)
+        var settings = ChangeDispatcher.Settings()
         settings.firstRetry = firstRetry
         settings.pollInterval = .milliseconds(200)
-        return ReminderDispatcher(pool: dependencies.pool, store: dependencies.store, conninfo: conninfo, settings: settings)
+        return ChangeDispatcher(pool: dependencies.pool, conninfo: conninfo, settings: settings)
     }
 
-    /// Makes pending reminders due now (all, or those of one lead).
+    /// The change feed's consumer, run to the end.
+    func feed() async throws {
+        let consumer = ChangeFeedConsumer(catalog: dependencies.catalog.catalog)
+        let store = dependencies.store
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await store.lag(of: ChangeFeedConsumer.consumerName) > 0 {
+            guard ContinuousClock.now < deadline else { throw ProjectionTimeout() }
+            if try await dependencies.pool.withConnection({ try await store.processBatch(consumer, limit: 500, on: $0) }) == 0 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    /// Publishes what is due: the feed's consumer, then sweeps.
+    func publish() async throws {
+        try await feed()
+        let sweeper = ChangeTimeSweeper(pool: dependencies.pool, catalog: dependencies.catalog.catalog)
+        while try await sweeper.sweepOnce() > 0 {}
+    }
+
+    /// Makes pending reminders due now (all, or those of one lead), and
+    /// their pending deliveries.
     func makeDue(lead: String? = nil) async throws {
         try await dependencies.pool.query("""
             UPDATE reminders SET next_attempt_at = now() WHERE status = 'pending' AND (\(lead)::text IS NULL OR lead = \(lead))
             """)
+        try await dependencies.pool.query("""
+            UPDATE webhook_deliveries d SET next_attempt_at = now() FROM reminders r
+            WHERE d.change_id = r.id AND d.status = 'pending' AND (\(lead)::text IS NULL OR r.lead = \(lead))
+            """)
     }
 
     /// Runs rounds until `done`, for at most 20 s.
-    func dispatch(_ dispatcher: ReminderDispatcher, until done: () async -> Bool) async throws {
+    func dispatch(_ dispatcher: ChangeDispatcher, until done: () async -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(20)
         while await !done() {
             guard ContinuousClock.now < deadline else { throw ProjectionTimeout() }
@@ -294,7 +351,7 @@ extension ReminderFixture {
     /// Runs rounds until nothing is pending; returns how many reminders this
     /// one claimed. The bound only ends a drain that never finishes: beside
     /// every other suite on two cores, 60 deliveries have taken over 20 s.
-    func drainDispatcher(_ dispatcher: ReminderDispatcher) async throws -> Int {
+    func drainDispatcher(_ dispatcher: ChangeDispatcher) async throws -> Int {
         let deadline = ContinuousClock.now + .seconds(120)
         var claimed = 0
         while try await dependencies.pool.query("SELECT 1 FROM reminders WHERE status = 'pending' LIMIT 1").count > 0 {
