@@ -31,6 +31,8 @@ public struct ErasureSteps: Sendable {
         OwnershipStore.erasureStep,
         NotificationStore.erasureStep,
         ParkedEventStore.erasureStep,
+        ChangeRows.erasureStep,
+        AuditStore.erasureStep,
     ])
 
     public private(set) var steps: [ErasureStep]
