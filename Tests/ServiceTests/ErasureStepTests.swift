@@ -29,6 +29,9 @@ import Testing
                                     "reminder_subscribers", "transaction_ids", "appstore_notifications",
                                     "changes", "change_subscribers", "webhook_deliveries", "audit_entries"]
 
+    /// Tables naming devices, not subscribers: rewritten, and dumped.
+    static let deviceTables = ["invalid_product_reports", "invalid_product_devices", "invalid_product_identifiers"]
+
     @Test func standardStepsKeepCountsAndLeaveNoReadableID() async throws {
         var dependencies = try await makeDependencies()
         dependencies.appStoreVerifier = AppStoreNotificationTests.verifier
@@ -72,6 +75,11 @@ import Testing
             try await dependencies.project(SubscriptionProjection(store: dependencies.store, catalog: catalog))
             try await dependencies.project(ReminderProjection(store: dependencies.store, catalog: catalog))
             try await dependencies.project(ChangeFeedConsumer(catalog: catalog))
+            // Invalid-product reports from the subscriber's device (twice) and another one.
+            for device in ["device-\(erased)", "device-\(erased)", "device-\(other)"] {
+                #expect(try await client.post("/v1/products/invalid",
+                                              #"{"identifiers": ["com.example.gone"], "deviceId": "\#(device)"}"#).status == .created)
+            }
             // Audited reads of the subscriber, written to audit_entries.
             #expect(try await client.get("/v1/subscribers/\(erased)/history", key: Keys.support).status == .ok)
             #expect(try await client.get("/v1/subscribers/\(erased)/explain", key: Keys.admin).status == .ok)
@@ -89,7 +97,7 @@ import Testing
             }
             func dump() throws -> String {
                 let dump = try ChildProcess.run(["/usr/lib/postgresql/15/bin/pg_dump", "--data-only"]
-                    + Self.covered.flatMap { ["-t", $0.table] } + ["-d", dependencies.pool.configuration.conninfo])
+                    + (Self.covered.map(\.table) + Self.deviceTables).flatMap { ["-t", $0] } + ["-d", dependencies.pool.configuration.conninfo])
                 #expect(dump.status == 0, "pg_dump: \(dump.output.prefix(500))")
                 return dump.output
             }
@@ -125,6 +133,7 @@ import Testing
                         .replacingOccurrences(of: erased, with: "<erased>").replacingOccurrences(of: pseudonym, with: "<erased>")
                 }
                 texts.append((rows ?? []).sorted().joined(separator: "\n"))
+                texts.append(try await client.get("/v1/products/invalid", key: Keys.support).text)
                 for listing in ["/v1/reminders?limit=200", "/v1/appstore/notifications?limit=200"] {
                     let body = try await client.get(listing, key: Keys.support).json
                     texts.append("\(listing): \((body["reminders"] ?? body["notifications"])?.array.count ?? -1)")

@@ -33,6 +33,7 @@ public struct ErasureSteps: Sendable {
         ParkedEventStore.erasureStep,
         ChangeRows.erasureStep,
         AuditStore.erasureStep,
+        InvalidProductStore.erasureStep,
     ])
 
     public private(set) var steps: [ErasureStep]
