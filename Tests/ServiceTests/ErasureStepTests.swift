@@ -21,10 +21,16 @@ import Testing
         ("product_activity", "subscriber_id"), ("subscriber_snapshots", "subscriber_id"), ("subscriber_state_cache", "subscriber_id"),
         ("reminders", "subscriber_id"), ("reminder_subscribers", "subscriber_id"), ("transaction_owners", "subscriber_id"),
         ("transaction_ids", "subscriber_id"), ("appstore_notifications", "subscriber_id"), ("consumer_parked_events", "stream_id"),
+        ("changes", "subscriber_id"), ("change_subscribers", "subscriber_id"), ("webhook_deliveries", "subscriber_id"),
+        ("audit_entries", "subscriber_id"),
     ]
     /// The tables whose rows stay, under the pseudonym.
     static let kept: Set<String> = ["subscriptions", "non_renewing_periods", "entitlements", "product_activity", "reminders",
-                                    "reminder_subscribers", "transaction_ids", "appstore_notifications"]
+                                    "reminder_subscribers", "transaction_ids", "appstore_notifications",
+                                    "changes", "change_subscribers", "webhook_deliveries", "audit_entries"]
+
+    /// Tables naming devices, not subscribers: rewritten, and dumped.
+    static let deviceTables = ["invalid_product_reports", "invalid_product_devices", "invalid_product_identifiers"]
 
     @Test func standardStepsKeepCountsAndLeaveNoReadableID() async throws {
         var dependencies = try await makeDependencies()
@@ -37,6 +43,10 @@ import Testing
             let other = "keep-" + UUID().uuidString.lowercased()
             // Transaction ids are the store's, not derived from the subscriber.
             let run = UInt32.random(in: 0...UInt32.max)
+            // A registered webhook: publishing a change makes its delivery row
+            // (nothing sends it here: the dispatcher is not running).
+            #expect(try await client.post("/v1/webhooks", #"{"url": "http://127.0.0.1:9/hook", "description": "backend"}"#,
+                                          key: Keys.admin).status == .created)
             // Long enough a history for a snapshot and a cached state.
             for index in 0..<70 {
                 let response = try await client.post("/v1/subscribers/\(erased)/events",
@@ -64,6 +74,16 @@ import Testing
             let catalog = dependencies.catalog.catalog
             try await dependencies.project(SubscriptionProjection(store: dependencies.store, catalog: catalog))
             try await dependencies.project(ReminderProjection(store: dependencies.store, catalog: catalog))
+            try await dependencies.project(ChangeFeedConsumer(catalog: catalog))
+            // Invalid-product reports from the subscriber's device (twice) and another one.
+            for device in ["device-\(erased)", "device-\(erased)", "device-\(other)"] {
+                #expect(try await client.post("/v1/products/invalid",
+                                              #"{"identifiers": ["com.example.gone"], "deviceId": "\#(device)"}"#).status == .created)
+            }
+            // Audited reads of the subscriber, written to audit_entries.
+            #expect(try await client.get("/v1/subscribers/\(erased)/history", key: Keys.support).status == .ok)
+            #expect(try await client.get("/v1/subscribers/\(erased)/explain", key: Keys.admin).status == .ok)
+            _ = try await dependencies.auditTrail.flush(to: dependencies.pool)
             try await dependencies.pool.query("""
                 INSERT INTO consumer_parked_events (consumer, position, stream_id, stream_version, type, reason)
                 VALUES ('subscriptions', 1, \(SubscriberStreams.streamID(for: erased)), 1, 'purchased', 'unreadable')
@@ -77,7 +97,7 @@ import Testing
             }
             func dump() throws -> String {
                 let dump = try ChildProcess.run(["/usr/lib/postgresql/15/bin/pg_dump", "--data-only"]
-                    + Self.covered.flatMap { ["-t", $0.table] } + ["-d", dependencies.pool.configuration.conninfo])
+                    + (Self.covered.map(\.table) + Self.deviceTables).flatMap { ["-t", $0] } + ["-d", dependencies.pool.configuration.conninfo])
                 #expect(dump.status == 0, "pg_dump: \(dump.output.prefix(500))")
                 return dump.output
             }
@@ -113,6 +133,7 @@ import Testing
                         .replacingOccurrences(of: erased, with: "<erased>").replacingOccurrences(of: pseudonym, with: "<erased>")
                 }
                 texts.append((rows ?? []).sorted().joined(separator: "\n"))
+                texts.append(try await client.get("/v1/products/invalid", key: Keys.support).text)
                 for listing in ["/v1/reminders?limit=200", "/v1/appstore/notifications?limit=200"] {
                     let body = try await client.get(listing, key: Keys.support).json
                     texts.append("\(listing): \((body["reminders"] ?? body["notifications"])?.array.count ?? -1)")

@@ -31,6 +31,9 @@ public struct ErasureSteps: Sendable {
         OwnershipStore.erasureStep,
         NotificationStore.erasureStep,
         ParkedEventStore.erasureStep,
+        ChangeRows.erasureStep,
+        AuditStore.erasureStep,
+        InvalidProductStore.erasureStep,
     ])
 
     public private(set) var steps: [ErasureStep]
