@@ -1,10 +1,16 @@
-"""The reminder webhook receiver of the browser suite: answers 204 to every
-reminder, except 500 to those of subscribers whose id starts with
-`console-unlucky`, so the console has a delivery error to show. Prints the
-port it listens on (loopback), then serves until stopped."""
+"""The webhook receiver of the browser suite: answers 204 to every POST,
+except 500 to those about subscribers whose id starts with `console-unlucky`
+(reminders and changes carry `subscriberId`), so the console has delivery
+errors to show. `POST /heal` with `{"subscriberId": ID}` makes it answer 204
+for that exact id from then on, as a receiver fixed by its owner would.
+Prints the port it listens on (loopback), then serves until stopped."""
 
 import json
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+healed = set()
+lock = threading.Lock()
 
 
 class Receiver(BaseHTTPRequestHandler):
@@ -14,7 +20,15 @@ class Receiver(BaseHTTPRequestHandler):
             subscriber = str(json.loads(body).get("subscriberId", ""))
         except (ValueError, AttributeError):
             subscriber = ""
-        self.send_response(500 if subscriber.startswith("console-unlucky") else 204)
+        if self.path == "/heal":
+            with lock:
+                healed.add(subscriber)
+            status = 204
+        else:
+            with lock:
+                refused = subscriber.startswith("console-unlucky") and subscriber not in healed
+            status = 500 if refused else 204
+        self.send_response(status)
         self.send_header("Content-Length", "0")
         self.end_headers()
 

@@ -2,6 +2,7 @@
 // (hash routes, so /console is the only page the server serves).
 
 import { ApiError, checkKey, get, session, whenUnauthorized } from './api.js';
+import { renderDeliveries } from './deliveries.js';
 import { h, replace, subscriberHref } from './dom.js';
 import { renderInvalidProducts, renderNotifications, renderParked, renderReminders, renderSubscriptions } from './lists.js';
 import { renderOverview } from './overview.js';
@@ -15,6 +16,7 @@ const pages = {
   notifications: renderNotifications,
   parked: renderParked,
   products: renderInvalidProducts,
+  deliveries: renderDeliveries,
 };
 
 const $ = (id) => document.getElementById(id);

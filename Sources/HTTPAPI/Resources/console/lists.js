@@ -10,7 +10,7 @@ const kinds = {
   pending: 'info', sent: 'ok', failed: 'bad', cancelled: 'off', skipped: 'warn',
   applied: 'ok', acknowledged: 'off', rejected: 'bad',
 };
-const statusBadge = (status) => badge(status, kinds[status] || 'off');
+export const statusBadge = (status) => badge(status, kinds[status] || 'off');
 
 function toPicker(iso) {
   return iso && !Number.isNaN(Date.parse(iso)) ? new Date(iso).toISOString().slice(0, 19) : '';
@@ -23,7 +23,7 @@ function fromPicker(value) {
 }
 
 /** A filter form whose submit writes the filters into the address. */
-function filterForm(page, fields, values, presets = []) {
+export function filterForm(page, fields, values, presets = []) {
   const controls = fields.map((field) => {
     const id = `filter-${field.name}`;
     let control;
@@ -58,20 +58,20 @@ function filterForm(page, fields, values, presets = []) {
   return form;
 }
 
-function navigate(page, query) {
+export function navigate(page, query) {
   const text = query.toString().replace(/\+/g, '%20');
   const target = `#/${page}${text ? `?${text}` : ''}`;
   if (location.hash === target) window.dispatchEvent(new HashChangeEvent('hashchange'));
   else location.hash = target;
 }
 
-function pageHead(title, description, focusHeading) {
+export function pageHead(title, description, focusHeading) {
   const heading = h('h1', { tabindex: '-1' }, title);
   focusHeading(heading);
   return h('div', { class: 'page-head' }, heading, h('p', { class: 'muted' }, description));
 }
 
-async function listInto(container, load, render) {
+export async function listInto(container, load, render) {
   replace(container, h('p', { class: 'loading', role: 'status' }, 'Loading…'));
   try {
     const body = await load();
