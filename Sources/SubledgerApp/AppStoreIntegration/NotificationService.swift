@@ -66,7 +66,7 @@ public struct NotificationService: Sendable {
         logger.info("app store notification", metadata: [
             "appstore.notification.uuid": "\(facts.notificationUUID)", "appstore.notification.type": "\(facts.notificationType)",
             "appstore.notification.subtype": "\(facts.subtype?.rawValue ?? "")", "appstore.notification.status": "\(row.status.rawValue)",
-            "appstore.environment": "\(facts.environment.rawValue)", "subscriber.id": "\(row.subscriberID ?? "")",
+            "appstore.environment": "\(facts.environment.rawValue)", "subscriber.ref": "\(LogReference.subscriber(row.subscriberID ?? ""))",
             "appstore.summary": "\(facts.summary)",
         ])
         Self.count(type: type, outcome: row.status.rawValue)
@@ -182,7 +182,7 @@ public struct NotificationService: Sendable {
         }
         logger.info("pending app store notification settled", metadata: [
             "appstore.notification.uuid": "\(uuid)", "appstore.notification.status": "\(status.rawValue)",
-            "subscriber.id": "\(owner)", "error": "\(refusal.map { $0.code } ?? "")",
+            "subscriber.ref": "\(LogReference.subscriber(owner))", "error": "\(refusal.map { $0.code } ?? "")",
         ])
         Self.count(type: Self.metricType(facts.notificationType), outcome: "pending_\(status.rawValue)")
     }

@@ -274,7 +274,7 @@ struct ReceiptService: Sendable {
         for transaction in receipt.transactions where writer.catalog.product(id: transaction.productID) == nil {
             // A product the catalog does not sell (any more): the rest of the receipt still counts.
             validator.logger.warning("receipt transaction skipped: product not in the catalog", metadata: [
-                "subscriber.id": "\(subscriberID)", "transaction.id": "\(transaction.transactionID)",
+                "subscriber.ref": "\(LogReference.subscriber(subscriberID))", "transaction.id": "\(transaction.transactionID)",
                 "product.id": "\(transaction.productID)",
             ])
         }

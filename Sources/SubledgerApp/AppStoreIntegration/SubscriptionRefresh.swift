@@ -101,7 +101,7 @@ extension AppStoreIntegration {
         }
         Counter(label: "subledger_appstore_refresh_facts_total", dimensions: [("outcome", "recorded")]).increment(by: report.recorded.count)
         logger.info("app store refresh", metadata: [
-            "subscriber.id": "\(subscriberID)", "appstore.refresh.asked": "\(asked.count)",
+            "subscriber.ref": "\(LogReference.subscriber(subscriberID))", "appstore.refresh.asked": "\(asked.count)",
             "appstore.refresh.recorded": "\(report.recorded.count)", "appstore.refresh.rejected": "\(report.rejected.count)",
         ])
         report.subscriber = try await reader.state(of: subscriberID)

@@ -195,7 +195,9 @@ public struct ChangeDispatcher: Service {
     /// Steps 2 and 3 for one claimed delivery. No subscriber id is logged.
     func deliver(_ claimed: Claim) async {
         var metadata: Logger.Metadata = [
-            "webhook.id": "\(claimed.endpointID)", "change.id": "\(claimed.changeID)", "delivery.attempt": "\(claimed.attempt)",
+            // The delivery's id, not the change's: a reminder's change id names its subscriber.
+            "webhook.id": "\(claimed.endpointID)", "delivery.id": "\(claimed.deliveryID)", "delivery.attempt": "\(claimed.attempt)",
+            "subscriber.ref": "\(LogReference.subscriber(claimed.subscriberID))",
         ]
         let started = ContinuousClock.now
         let outcome = await post(claimed)

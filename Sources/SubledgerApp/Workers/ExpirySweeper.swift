@@ -57,7 +57,7 @@ public struct ExpirySweeper: Service {
                 // expiries: set it aside for a while and go on with the others.
                 ReminderMetrics.expirySweepFailures.increment()
                 logger.error("expiry sweep of one subscriber failed; set aside", metadata: [
-                    "subscriber.id": "\(subscriberID)", "error": "\(String(reflecting: error))",
+                    "subscriber.ref": "\(LogReference.subscriber(subscriberID))", "error": "\(String(reflecting: error))",
                     "expiry.retry_after": "\(Self.setAsideFor)",
                 ])
                 try await reminders.deferExpiry(of: subscriberID, until: now + Self.setAsideFor)
@@ -83,11 +83,11 @@ public struct ExpirySweeper: Service {
             let fresh = result.outcomes.filter { !$0.isDuplicate }.count
             ReminderMetrics.expiriesAppended.increment(by: fresh)
             if fresh > 0 {
-                logger.info("coverage expired", metadata: ["subscriber.id": "\(subscriberID)", "expiry.count": "\(fresh)"])
+                logger.info("coverage expired", metadata: ["subscriber.ref": "\(LogReference.subscriber(subscriberID))", "expiry.count": "\(fresh)"])
             }
             return fresh
         } catch is WrongExpectedVersion {
-            logger.debug("stream moved while sweeping; next round decides again", metadata: ["subscriber.id": "\(subscriberID)"])
+            logger.debug("stream moved while sweeping; next round decides again", metadata: ["subscriber.ref": "\(LogReference.subscriber(subscriberID))"])
             return 0
         }
     }

@@ -145,7 +145,7 @@ public struct LedgerWriter: Sendable {
             } catch where OwnershipStore.isContention(error) {
                 Self.retries.increment()
                 logger.debug("write lost a race; deciding again", metadata: [
-                    "subscriber.id": "\(batch.commands.first?.subscriberID ?? "")", "write.commands": "\(batch.commands.count)",
+                    "subscriber.ref": "\(LogReference.subscriber(batch.commands.first?.subscriberID ?? ""))", "write.commands": "\(batch.commands.count)",
                     "write.attempt": "\(attempt)", "error": "\(error)",
                 ])
                 try await Task.sleep(for: .microseconds(Int.random(in: 200...(1000 * min(attempt, 20)))))
