@@ -209,20 +209,10 @@ public struct ChangeDispatcher: Service {
             case .success:
                 ChangeMetrics.deliveries(.success).increment()
                 if claimed.isReminder { ReminderMetrics.deliveries(.success).increment() }
-                let sent: PostgresQuery = """
+                try await record(claimed, """
                     UPDATE webhook_deliveries SET status = 'sent', sent_at = now(), claim_token = NULL, last_error = NULL
                     WHERE id = \(claimed.deliveryID) AND status = 'pending'
-                    """
-                if claimed.isReminder {
-                    try await store.transaction { connection in
-                        if try await connection.query(sent).affectedRows == 1 {
-                            try await recordReminder(claimed, status: "sent", error: nil, retryAt: nil, on: connection)
-                        }
-                    }
-                } else {
-                    // One statement, no transaction around it: the hot path.
-                    try await pool.query(sent)
-                }
+                    """, reminderStatus: "sent", error: nil, retryAt: nil)
                 logger.debug("change delivered", metadata: metadata)
             case .failure(let failure):
                 ChangeMetrics.deliveries(.failure).increment()
@@ -231,18 +221,12 @@ public struct ChangeDispatcher: Service {
                 let retryAt = Date() + backoff(afterAttempt: claimed.attempt).timeInterval
                 let gaveUp = retryAt.timeIntervalSince(claimed.firstAttemptAt) > settings.retryFor.timeInterval
                     || claimed.maximumAttempts.map { claimed.attempt >= $0 } == true
-                try await store.transaction { connection in
-                    let updated = try await connection.query("""
-                        UPDATE webhook_deliveries
-                        SET status = \(gaveUp ? "failed" : "pending"), last_error = \(failure.description),
-                            next_attempt_at = \(retryAt), claim_token = NULL
-                        WHERE id = \(claimed.deliveryID) AND claim_token = \(claimed.token)::uuid AND status = 'pending'
-                        """)
-                    if claimed.isReminder, updated.affectedRows == 1 {
-                        try await recordReminder(claimed, status: gaveUp ? "failed" : "pending", error: failure.description,
-                                                 retryAt: gaveUp ? nil : retryAt, on: connection)
-                    }
-                }
+                try await record(claimed, """
+                    UPDATE webhook_deliveries
+                    SET status = \(gaveUp ? "failed" : "pending"), last_error = \(failure.description),
+                        next_attempt_at = \(retryAt), claim_token = NULL
+                    WHERE id = \(claimed.deliveryID) AND claim_token = \(claimed.token)::uuid AND status = 'pending'
+                    """, reminderStatus: gaveUp ? "failed" : "pending", error: failure.description, retryAt: gaveUp ? nil : retryAt)
                 if gaveUp {
                     ChangeMetrics.deliveries(.gaveUp).increment()
                     if claimed.isReminder { ReminderMetrics.deliveries(.gaveUp).increment() }
@@ -255,6 +239,23 @@ public struct ChangeDispatcher: Service {
             // The lease runs out and another round retries (same id).
             metadata["error"] = "\(String(reflecting: error))"
             logger.error("cannot record the change delivery", metadata: metadata)
+        }
+    }
+
+    /// Step 3: `update` writes the outcome to the delivery's row (only while
+    /// it is still pending). One statement, no transaction around it, on the
+    /// hot path; to the reminder webhook, in one transaction with the
+    /// reminder's own record when `update` changed the row.
+    private func record(_ claimed: Claim, _ update: PostgresQuery, reminderStatus: String, error: String?,
+                        retryAt: Date?) async throws {
+        guard claimed.isReminder else {
+            try await pool.query(update)
+            return
+        }
+        try await store.transaction { connection in
+            if try await connection.query(update).affectedRows == 1 {
+                try await recordReminder(claimed, status: reminderStatus, error: error, retryAt: retryAt, on: connection)
+            }
         }
     }
 

@@ -77,11 +77,7 @@ public struct ChangeTimeSweeper: Service {
         }
         while !Task.isCancelled {
             do {
-                let listener = try await conninfo.asyncMap { conninfo in
-                    let connection = try await Connection.connect(to: conninfo, logger: logger)
-                    try await connection.listen(ReminderProjection.notificationChannel)
-                    return connection
-                }
+                let listener = try await listen()
                 defer { listener?.close() }
                 while !Task.isCancelled {
                     do {
@@ -108,6 +104,14 @@ public struct ChangeTimeSweeper: Service {
                 try? await Task.sleep(for: .seconds(1))
             }
         }
+    }
+
+    /// A connection listening for newly scheduled reminders; nil without `conninfo`.
+    private func listen() async throws -> Connection? {
+        guard let conninfo else { return nil }
+        let connection = try await Connection.connect(to: conninfo, logger: logger)
+        try await connection.listen(ReminderProjection.notificationChannel)
+        return connection
     }
 
     /// Until the earliest known instant still to come (a transition by
@@ -167,12 +171,5 @@ public struct ChangeTimeSweeper: Service {
                 return folds.count
             }
         }
-    }
-}
-
-extension Optional {
-    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
-        guard let self else { return nil }
-        return try await transform(self)
     }
 }
