@@ -26,7 +26,7 @@ public struct CoverageEnd: Sendable, Hashable {
 /// A reminder the rules call for; the reminder projection compares these
 /// with what it has scheduled (cancel what disappeared, skip what is
 /// already due when first scheduled).
-public struct DesiredReminder: Sendable, Hashable, Encodable {
+public struct DesiredReminder: Sendable, Hashable, Codable {
     /// Stable: the same subscriber, group, end and lead give the same id.
     public var id: String
     public var type: ReminderType

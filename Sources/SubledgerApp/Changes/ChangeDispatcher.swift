@@ -273,26 +273,17 @@ public struct ChangeDispatcher: Service {
             WHERE id = \(claimed.changeID)
             """)
         guard status != "pending" else { return }
-        let fields = try LedgerJSON.makeDecoder().decode(ReminderFields.self, from: claimed.body)
+        // The change carries the reminder's webhook fields at its top level.
+        let reminder = try LedgerJSON.makeDecoder().decode(DesiredReminder.self, from: claimed.body)
         let delivery = ReminderDelivery(
-            reminderID: claimed.changeID, type: fields.type, group: fields.group, productID: fields.productId,
-            expiresAt: fields.expiresAt, lead: fields.lead, dueAt: fields.dueAt, date: Date(), attempt: claimed.attempt,
+            reminderID: claimed.changeID, type: reminder.type, group: reminder.group, productID: reminder.productID,
+            expiresAt: reminder.expiresAt, lead: reminder.lead, dueAt: reminder.dueAt, date: Date(), attempt: claimed.attempt,
             error: error)
         let event: LedgerEvent = status == "sent" ? .reminderSent(delivery) : .reminderFailed(delivery)
         _ = try await store.append([StreamAppend(
             streamID: SubscriberStreams.streamID(for: claimed.subscriberID),
             events: try SubscriberStreams.newEvents([event], subscriberID: claimed.subscriberID, source: FactSource.subledger))],
             on: connection)
-    }
-
-    /// The reminder's fields at the top level of its change.
-    struct ReminderFields: Decodable {
-        var type: ReminderType
-        var group: String
-        var productId: String
-        var expiresAt: Date
-        var lead: ISODuration
-        var dueAt: Date
     }
 
     typealias DeliveryFailure = WebhookDeliveryFailure
