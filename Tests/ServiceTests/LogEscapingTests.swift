@@ -39,6 +39,13 @@ struct CapturingLogHandler: LogHandler {
 
 /// Text an attacker chose never reaches a log line unescaped.
 @Suite struct LogEscapingTests {
+    /// The reference docs/operations.md tells operators to compute with
+    /// `printf %s "$ID" | sha256sum | cut -c1-12`.
+    @Test func aSubscriberIsLoggedByTheDigestTheDocsDescribe() {
+        #expect(LogReference.subscriber("alice") == "2bd806c97f0e")
+        #expect(LogReference.subscriber("alice") != LogReference.subscriber("Alice"))
+    }
+
     @Test func aForgedHeaderIsLoggedEscaped() async throws {
         let logs = CapturedLogs()
         var dependencies = try await makeDependencies()

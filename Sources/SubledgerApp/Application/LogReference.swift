@@ -1,13 +1,11 @@
-import Crypto
-import Foundation
-
 /// What a log line says instead of a subscriber id (`subscriber.ref`): the
 /// id is personal data, and log files are kept elsewhere and for longer than
 /// the ledger's rows, so a line names a subscriber by the first 12 hex
-/// digits of the id's SHA-256. Whoever has an id finds its lines with
+/// digits of the id's SHA-256 — the same digest the audit keeps of a key
+/// (`APIKeys.fingerprint(of:)`). Whoever has an id finds its lines with
 /// `printf %s "$ID" | sha256sum | cut -c1-12`; nobody reads an id from a line.
 public enum LogReference {
     public static func subscriber(_ id: String) -> String {
-        SHA256.hash(data: Array(id.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
+        APIKeys.fingerprint(of: id.utf8)
     }
 }
