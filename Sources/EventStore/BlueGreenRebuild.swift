@@ -105,6 +105,7 @@ extension EventStore {
             }
             try await group.waitForAll()
         }
+        consumer.finishLoad()
         try await afterLoad()
         let seenByLoad = await loaded.all
         try await indexShadows(consumer.tables, workers: workers, on: connection)
@@ -240,6 +241,7 @@ extension EventStore {
                     try await reader.query("SET LOCAL enable_sort = off")
                     let snapshot = try await reader.query("SELECT pg_current_snapshot()::text").first?.decode(String.self, at: 0)
                     await snapshots.add(snapshot.flatMap(TransactionSnapshot.init))
+                    try await consumer.prepareLoad(on: reader)
                     var cursor = StreamCursor(range, pageSize: chunkSize) { try consumer.event(from: $0) }
                     var page = try await cursor.next(on: reader)
                     var pending: Consumer.Rows?

@@ -48,6 +48,12 @@ public protocol StreamwiseConsumer: EventConsumer {
     /// In the swap's transaction, just before it: carries over what the live
     /// tables hold that the events do not (and the rebuild could not fold).
     func prepareSwap(on connection: Connection) async throws
+    /// In each load worker's transaction, before it reads a stream: reads
+    /// what `rows(for:)` needs besides the events, in the worker's snapshot
+    /// (workers call it once each, on their own connections).
+    func prepareLoad(on connection: Connection) async throws
+    /// After the load: drops what `prepareLoad` read.
+    func finishLoad()
 }
 
 extension StreamwiseConsumer {
@@ -57,6 +63,8 @@ extension StreamwiseConsumer {
     }
 
     public func prepareSwap(on connection: Connection) async throws {}
+    public func prepareLoad(on connection: Connection) async throws {}
+    public func finishLoad() {}
 }
 
 /// The part of the log one rebuild worker reads: the streams of a prefix with

@@ -52,6 +52,9 @@ extension ErrorCode {
     public static let transactionNotFound = ErrorCode(rawValue: "transaction_not_found")
     /// A subscriber the ledger does not know.
     public static let subscriberNotFound = ErrorCode(rawValue: "subscriber_not_found")
+    /// The subscriber was erased (`DELETE /v1/subscribers/{id}`): reads
+    /// answer 404 with it, new facts and grants 410.
+    public static let erased = ErrorCode(rawValue: "erased")
     /// No such route, or no such file of the console.
     public static let notFound = ErrorCode(rawValue: "not_found")
     /// The route exists, not with this method (405).

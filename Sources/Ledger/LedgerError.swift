@@ -11,6 +11,8 @@ public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         case rule
         /// Names a transaction or subscriber the ledger does not know (HTTP 404).
         case notFound
+        /// Names a subscriber that was erased: a write for it (HTTP 410).
+        case gone
     }
 
     public var kind: Kind
@@ -45,6 +47,13 @@ public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         LedgerError(kind: .badRequest, code: .invalidField,
                     message: "Field '\(field)' must be \(expected)" + (got.map { ", got \($0)." } ?? "."), field: field)
     }
+
+    /// A new fact, grant or restore for an erased subscriber (410).
+    public static let erased = LedgerError(kind: .gone, code: .erased,
+                                           message: "The subscriber was erased; nothing more is recorded for it.")
+
+    /// A read of an erased subscriber (404).
+    public static let erasedSubscriber = LedgerError(kind: .notFound, code: .erased, message: "The subscriber was erased.")
 
     static func unknownProduct(_ productID: String, field: String) -> LedgerError {
         LedgerError(kind: .rule, code: .unknownProduct,

@@ -33,14 +33,15 @@ extension LedgerEvent {
         }
     }
 
-    /// Whether any field `mappingPersonalFields` passes on is present.
+    /// Whether any field `mappingPersonalFields` passes on is present (a
+    /// switch, not a mapping: the write and read paths ask it of every event).
     public var hasPersonalFields: Bool {
-        var found = false
-        _ = mappingPersonalFields { value in
-            found = true
-            return value
+        switch self {
+        case .purchased(let fact), .renewed(let fact), .restored(let fact): fact.deviceID != nil
+        case .transferredOut, .transferredIn, .deviceSeen, .reminderSent, .reminderFailed: true
+        case .refunded, .refundReversed, .renewalExtended, .expired, .autoRenewChanged, .billingIssue, .granted, .grantRevoked, .unknown:
+            false
         }
-        return found
     }
 }
 

@@ -238,9 +238,10 @@ struct ReminderFixture: Sendable {
     }
 
     func append(_ subscriberID: String, _ events: [LedgerEvent]) async throws {
+        let key = try await dependencies.pool.withConnection { try await SubscriberKeys.key(for: subscriberID, on: $0) }
         _ = try await dependencies.store.append(
             to: SubscriberStreams.streamID(for: subscriberID),
-            events: try SubscriberStreams.newEvents(events, subscriberID: subscriberID, source: FactSource.api))
+            events: try SubscriberStreams.newEvents(events, subscriberID: subscriberID, key: key, source: FactSource.api))
     }
 
     /// Runs the projection until it has read everything appended.

@@ -44,6 +44,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         case .conflict: .conflict
         case .rule: .unprocessableContent
         case .notFound: .notFound
+        case .gone: .gone
         }
     }
 

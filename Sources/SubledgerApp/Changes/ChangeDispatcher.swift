@@ -280,9 +280,11 @@ public struct ChangeDispatcher: Service {
             expiresAt: reminder.expiresAt, lead: reminder.lead, dueAt: reminder.dueAt, date: Date(), attempt: claimed.attempt,
             error: error)
         let event: LedgerEvent = status == "sent" ? .reminderSent(delivery) : .reminderFailed(delivery)
+        // No key: the subscriber was erased after the claim; nothing more is recorded for it.
+        guard let key = try await SubscriberKeys.existingKey(for: claimed.subscriberID, on: connection) else { return }
         _ = try await store.append([StreamAppend(
             streamID: SubscriberStreams.streamID(for: claimed.subscriberID),
-            events: try SubscriberStreams.newEvents([event], subscriberID: claimed.subscriberID, source: FactSource.subledger))],
+            events: try SubscriberStreams.newEvents([event], subscriberID: claimed.subscriberID, key: key, source: FactSource.subledger))],
             on: connection)
     }
 

@@ -27,11 +27,15 @@ public struct ChangeFeedConsumer: EventConsumer {
     }
 
     public func handle(_ events: [RecordedEvent], on connection: Connection) async throws {
+        // An erased subscriber publishes nothing more: no key resolves its
+        // stream, and its published changes are under its pseudonym.
+        let resolved = try await SubscriberStreams.subscribers(of: events, on: connection)
         var through: [String: Int64] = [:]
         var order: [String] = []
         var raw: [Int64: RecordedEvent] = [:]
         for event in events {
-            guard let subscriberID = ReminderProjection.subscriberID(ofStream: event.streamID) else { continue }
+            guard let pseudonym = SubscriberStreams.pseudonym(ofStream: event.streamID),
+                  let subscriberID = resolved[pseudonym] else { continue }
             if through[subscriberID] == nil { order.append(subscriberID) }
             through[subscriberID] = max(through[subscriberID] ?? 0, event.streamVersion)
             raw[event.position] = event
@@ -51,8 +55,11 @@ public struct ChangeFeedConsumer: EventConsumer {
                     continue
                 }
                 let stored = raw[event.position]
+                // A change carries the event's data as the subscriber's
+                // backend knows it: personal fields opened, not sealed.
+                let data = event.event.hasPersonalFields ? nil : stored?.data
                 fold.apply(event, version: version, type: stored?.type ?? event.event.type,
-                           data: try stored?.data ?? event.event.encodedData())
+                           data: try data ?? event.event.encodedData())
             }
             folds.append(fold)
         }

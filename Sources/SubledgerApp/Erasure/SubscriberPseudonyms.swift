@@ -1,31 +1,36 @@
 import Crypto
 import Foundation
 
-/// Names a subscriber in the event log without its id: a keyed digest
-/// (HMAC-SHA256 with the installation's secret) of the id. It is the same
-/// every time, so the write path names a stream without a lookup, and after
-/// erasure the stream still answers for the id — an `erased` event at its
-/// end is what refuses the id's new facts with 410 — while nobody without
-/// the secret can tell which id it was, and nobody with it can list the ids
+/// Names a subscriber in the event log without its id: `ps-` and the
+/// SHA-256 (hexadecimal) of the id, domain-separated. It is the same every
+/// time and computable in SQL (`subledger_pseudonym`, sql/0026), so the
+/// write path names a stream with no lookup, and after erasure the stream
+/// still answers for the id. Nobody can read an id from it; whoever holds a
+/// candidate id can confirm it had a stream, which a keyed digest would not
+/// prevent either, its secret being stored with the data
 /// (docs/decisions/0004-erasure-by-crypto-shredding.md).
-public struct SubscriberPseudonyms: Sendable {
-    /// At least 256 bits.
-    public static let minimumSecretCount = 32
-
-    private let secret: Data
-
-    /// Fewer than 32 bytes of secret is refused.
-    public init(secret: Data) throws(SealError) {
-        guard secret.count >= Self.minimumSecretCount else { throw SealError.keyLength(secret.count) }
-        self.secret = secret
-    }
+public enum SubscriberPseudonyms {
+    /// What is digested before the id: a domain, so the digest of an id is
+    /// no digest anything else computes.
+    static let domain = Data("subscriber\u{1F}".utf8)
 
     /// `ps-` and 64 hexadecimal digits.
-    public func pseudonym(for subscriberID: String) -> String {
-        let code = HMAC<SHA256>.authenticationCode(for: Data(("subscriber\u{1F}" + subscriberID).utf8), using: SymmetricKey(data: secret))
-        return "ps-" + code.map { byte in
-            let digits = Array("0123456789abcdef".utf8)
-            return String(decoding: [digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]], as: UTF8.self)
-        }.joined()
+    public static func pseudonym(for subscriberID: String) -> String {
+        var hash = SHA256()
+        hash.update(data: domain)
+        hash.update(data: Data(subscriberID.utf8))
+        let digits = Array("0123456789abcdef".utf8)
+        var text = Array("ps-".utf8)
+        text.reserveCapacity(3 + 64)
+        for byte in hash.finalize() {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Whether `text` has the shape of a pseudonym.
+    public static func isPseudonym(_ text: some StringProtocol) -> Bool {
+        text.utf8.count == 67 && text.hasPrefix("ps-") && text.utf8.dropFirst(3).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 }

@@ -28,6 +28,8 @@ public struct ReminderProjection: EventConsumer {
     public var name: String { Self.consumerName }
     let store: EventStore
     let catalog: Catalog
+    /// Every key, for a streamwise rebuild (loaded by `prepareLoad`).
+    let keyring = SubscriberKeyring()
 
     public init(store: EventStore, catalog: Catalog) {
         self.store = store
@@ -35,10 +37,14 @@ public struct ReminderProjection: EventConsumer {
     }
 
     public func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws {
+        // An erased subscriber has no reminders: erasure deleted them, and
+        // its stream (no key resolves it) schedules none.
+        let resolved = try await SubscriberStreams.subscribers(of: events, on: connection)
         var through: [String: Int64] = [:]
         var order: [String] = []
         for event in events {
-            guard let subscriberID = Self.subscriberID(ofStream: event.streamID) else { continue }
+            guard let pseudonym = SubscriberStreams.pseudonym(ofStream: event.streamID),
+                  let subscriberID = resolved[pseudonym] else { continue }
             if through[subscriberID] == nil { order.append(subscriberID) }
             through[subscriberID] = max(through[subscriberID] ?? 0, event.streamVersion)
         }
@@ -79,11 +85,6 @@ public struct ReminderProjection: EventConsumer {
         try await ReminderRows.restoreDeliveries(on: connection)
     }
 
-    static func subscriberID(ofStream streamID: String) -> String? {
-        let prefix = SubscriberStreams.streamID(for: "")
-        guard streamID.hasPrefix(prefix) else { return nil }
-        return String(streamID.dropFirst(prefix.count))
-    }
 }
 
 /// One subscriber's reminders moved along their stream, event by event: the
@@ -146,8 +147,11 @@ extension ReminderProjection: StreamwiseConsumer {
         var reminders: [ScheduledReminder] = []
     }
 
-    public var streamPrefix: String { SubscriberStreams.streamID(for: "") }
+    public var streamPrefix: String { SubscriberStreams.prefix }
     public var tables: [String] { ReminderRows.tables }
+
+    public func prepareLoad(on connection: Connection) async throws { try await keyring.load(on: connection) }
+    public func finishLoad() { keyring.clear() }
 
     /// An event and its version in the stream (the fold's clock).
     public typealias StreamEvent = (version: Int64, event: RecordedLedgerEvent)
@@ -159,10 +163,12 @@ extension ReminderProjection: StreamwiseConsumer {
     public func rows(for streams: consuming [StreamEvents<StreamEvent>]) throws -> Rows {
         var rows = Rows()
         for stream in streams {
-            guard let subscriberID = Self.subscriberID(ofStream: stream.streamID) else { continue }
-            var fold = ReminderFold(subscriberID: subscriberID)
+            // An erased subscriber (no key) has no reminders, as live.
+            guard let pseudonym = SubscriberStreams.pseudonym(ofStream: stream.streamID),
+                  let entry = keyring.entry(forPseudonym: pseudonym) else { continue }
+            var fold = ReminderFold(subscriberID: entry.subscriberID)
             for (version, event) in stream.events {
-                fold.apply(event, version: version, catalog: catalog)
+                fold.apply(try SubscriberStreams.opened(event, key: entry.key, pseudonym: pseudonym), version: version, catalog: catalog)
             }
             rows.progress.append(fold.progress(catalog: catalog))
             rows.reminders += fold.schedule.changedReminders

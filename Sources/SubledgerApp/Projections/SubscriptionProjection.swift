@@ -20,6 +20,8 @@ public struct SubscriptionProjection: EventConsumer {
     public var name: String { Self.consumerName }
     let store: EventStore
     let catalog: Catalog
+    /// Every key, for a streamwise rebuild (loaded by `prepareLoad`).
+    let keyring = SubscriberKeyring()
 
     public init(store: EventStore, catalog: Catalog) {
         self.store = store
@@ -27,17 +29,23 @@ public struct SubscriptionProjection: EventConsumer {
     }
 
     public func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws {
+        let resolved = try await SubscriberStreams.subscribers(of: events, on: connection)
         var subscribers: [String] = []
+        var erased: [String] = []
         var seen = Set<String>()
         for event in events {
-            guard let subscriberID = ReminderProjection.subscriberID(ofStream: event.streamID),
-                  seen.insert(subscriberID).inserted else { continue }
-            subscribers.append(subscriberID)
+            guard let pseudonym = SubscriberStreams.pseudonym(ofStream: event.streamID), seen.insert(pseudonym).inserted else { continue }
+            if let subscriberID = resolved[pseudonym] { subscribers.append(subscriberID) } else { erased.append(pseudonym) }
         }
-        guard !subscribers.isEmpty else { return }
+        guard !subscribers.isEmpty || !erased.isEmpty else { return }
         let loaded = try await SubscriberSnapshots.load(subscribers, on: connection)
-        let models = subscribers.map { subscriberID in
+        var models = subscribers.map { subscriberID in
             (loaded[subscriberID]?.ledger ?? SubscriberLedger(subscriberID: subscriberID)).readModel(catalog: catalog)
+        }
+        // An erased subscriber's rows are under its pseudonym (erasure moved
+        // them): folded from its stream, sealed fields and all, as a rebuild does.
+        for pseudonym in erased {
+            models.append(try await SubscriberStreams.erasedLedger(pseudonym: pseudonym, on: connection).readModel(catalog: catalog))
         }
         // A ledger read with a long tail is stored again, in the same round trip.
         let snapshots = SubscriberSnapshots.saveStatement(loaded.values.filter(\.isSnapshotDue))
@@ -52,8 +60,11 @@ public struct SubscriptionProjection: EventConsumer {
 /// The rows are a function of each subscriber's stream alone, so a rebuild
 /// reads the log stream by stream into shadow tables (`EventStore.rebuildStreamwise`).
 extension SubscriptionProjection: StreamwiseConsumer {
-    public var streamPrefix: String { SubscriberStreams.streamID(for: "") }
+    public var streamPrefix: String { SubscriberStreams.prefix }
     public var tables: [String] { ReadModelRows.tables }
+
+    public func prepareLoad(on connection: Connection) async throws { try await keyring.load(on: connection) }
+    public func finishLoad() { keyring.clear() }
 
     public func event(from row: StreamEventRow) throws -> RecordedLedgerEvent {
         try SubscriberStreams.ledgerEvent(row)
@@ -63,7 +74,11 @@ extension SubscriptionProjection: StreamwiseConsumer {
         var models: [SubscriberReadModel] = []
         models.reserveCapacity(streams.count)
         for index in streams.indices {
-            guard let subscriberID = ReminderProjection.subscriberID(ofStream: streams[index].streamID) else { continue }
+            guard let pseudonym = SubscriberStreams.pseudonym(ofStream: streams[index].streamID) else { continue }
+            // An erased subscriber's rows are under its pseudonym; its sealed
+            // fields stay sealed (the read models count none of them).
+            let entry = keyring.entry(forPseudonym: pseudonym)
+            let subscriberID = entry?.subscriberID ?? pseudonym
             // The events are moved into the ledger, not copied: taken out of
             // the page (its only holder), reversed, and popped off the end,
             // each event's strings change hands without being retained for
@@ -72,7 +87,11 @@ extension SubscriptionProjection: StreamwiseConsumer {
             swap(&events, &streams[index].events)
             var ledger = SubscriberLedger(subscriberID: subscriberID, capacity: events.count)
             events.reverseByMoving()
-            while let event = events.popLast() { ledger.apply(event) }
+            if let key = entry?.key {
+                while let event = events.popLast() { ledger.apply(try SubscriberStreams.opened(event, key: key, pseudonym: pseudonym)) }
+            } else {
+                while let event = events.popLast() { ledger.apply(event) }
+            }
             models.append(ledger.readModel(catalog: catalog))
         }
         return models

@@ -38,9 +38,9 @@ public struct SubscriberReader: Sendable {
     /// A subscriber's stream; `subscriber_not_found` when it has none.
     func history(of subscriberID: String) async throws -> SubscriberHistory {
         let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
-        let history = try SubscriberHistory(subscriberID: subscriberID,
-                                            stored: try await store.readStream(SubscriberStreams.streamID(for: subscriberID)))
+        let history = try await SubscriberHistory.read(subscriberID, from: store)
         guard history.exists else { throw Self.notFound(subscriberID) }
+        guard !history.isErased else { throw LedgerError.erasedSubscriber }
         return history
     }
 
@@ -60,6 +60,7 @@ public struct SubscriberReader: Sendable {
     /// long, and kept in the ledger cache (the one place a read keeps one).
     private func checked(_ loaded: LoadedLedger, on connection: Connection) async throws -> LoadedLedger {
         if loaded.cachedState != nil { return loaded }
+        guard !loaded.isErased else { throw LedgerError.erasedSubscriber }
         var loaded = loaded
         if loaded.isSnapshotDue && storesDerivedData {
             try await SubscriberSnapshots.save([loaded], on: connection)
@@ -176,8 +177,7 @@ public struct SubscriberReader: Sendable {
         for subscriber in located.recordedBy where !subscribers.contains(subscriber) { subscribers.append(subscriber) }
         var entries = [TimelineEntry]()
         for subscriber in subscribers {
-            let stored = try await store.readStream(SubscriberStreams.streamID(for: subscriber))
-            let history = try SubscriberHistory(subscriberID: subscriber, stored: stored)
+            let history = try await SubscriberHistory.read(subscriber, from: store)
             let wanted = Set(facts(ofTransaction: id, in: history.events).map(\.position))
             for (stored, event) in zip(history.stored, history.events) where wanted.contains(stored.position) {
                 entries.append(TimelineEntry(subscriberID: subscriber, stored: stored, event: event))

@@ -25,7 +25,10 @@ public struct TimelineEntry: Sendable, Encodable {
         // The hand-written parser: through `JSONDecoder`, which tries each
         // kind of value in turn, a 10,000-event history spent half its
         // time here.
-        data = JSONValue(json: stored.data) ?? .null
+        // Personal fields as the subscriber's backend knows them: the
+        // opened event's, not the sealed stored form.
+        let opened = event.event.hasPersonalFields ? try? event.event.encodedData() : nil
+        data = JSONValue(json: opened ?? stored.data) ?? .null
         source = stored.metadata.source ?? event.event.source
         summary = event.event.summary
     }

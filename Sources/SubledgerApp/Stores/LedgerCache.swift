@@ -94,7 +94,9 @@ public final class LedgerCache: Sendable {
     /// than the one held replaces it whatever its version.
     func keep(_ loaded: LoadedLedger) {
         guard loaded.cachedState == nil else { return }
-        if loaded.supersedesHeld { forget([loaded.subscriberID]) }
+        // An erased subscriber's ledger is not kept under its id (nor one held before).
+        if loaded.supersedesHeld || loaded.isErased { forget([loaded.subscriberID]) }
+        guard !loaded.isErased else { return }
         // A ledger's own tables cost about as much as a few facts, whatever it holds.
         let weight = loaded.ledger.factCount + 8
         guard loaded.version >= minimumVersion, weight <= budget else { return }

@@ -19,12 +19,9 @@ public struct ParkedEventStore: Sendable {
         public var type: String
         public var reason: String
         public var parkedAt: Date
-
-        /// The subscriber whose stream holds the event, if it is a subscriber's.
-        public var subscriberId: String? {
-            let prefix = SubscriberStreams.streamID(for: "")
-            return streamId.hasPrefix(prefix) ? String(streamId.dropFirst(prefix.count)) : nil
-        }
+        /// The subscriber whose stream holds the event, if it is a
+        /// subscriber's (resolved from the stream's pseudonym while its key exists).
+        public var subscriberId: String?
 
         public func encode(to encoder: any Encoder) throws {
             enum Keys: String, CodingKey { case consumer, position, streamId, streamVersion, subscriberId, type, reason, parkedAt }
@@ -43,8 +40,10 @@ public struct ParkedEventStore: Sendable {
     /// Parked events, most recently parked first, of one consumer or all.
     public func list(consumer: String? = nil, limit: Int = 100) async throws -> [Entry] {
         try await pool.query("""
-            SELECT consumer, position, stream_id, stream_version, type, reason, parked_at
-            FROM consumer_parked_events
+            SELECT p.consumer, p.position, p.stream_id, p.stream_version, p.type, p.reason, p.parked_at, k.subscriber_id
+            FROM consumer_parked_events p
+            LEFT JOIN subscriber_keys k ON starts_with(p.stream_id, \(SubscriberStreams.prefix))
+                                       AND k.pseudonym = substr(p.stream_id, \(SubscriberStreams.prefix.count + 1))
             WHERE (\(consumer)::text IS NULL OR consumer = \(consumer))
             ORDER BY parked_at DESC, consumer, position DESC
             LIMIT \(limit)
@@ -52,7 +51,7 @@ public struct ParkedEventStore: Sendable {
             Entry(consumer: try row.decode(String.self, at: 0), position: try row.decode(Int64.self, at: 1),
                   streamId: try row.decode(String.self, at: 2), streamVersion: try row.decode(Int64.self, at: 3),
                   type: try row.decode(String.self, at: 4), reason: try row.decode(String.self, at: 5),
-                  parkedAt: try row.decode(Date.self, at: 6))
+                  parkedAt: try row.decode(Date.self, at: 6), subscriberId: try row.decode(String?.self, at: 7))
         }
     }
 }
@@ -63,7 +62,7 @@ extension ParkedEventStore {
     static let erasureStep = ErasureStep(name: "parked events") { subscriberID, pseudonym, connection in
         try await connection.query("""
             DELETE FROM consumer_parked_events
-            WHERE stream_id IN (\(SubscriberStreams.streamID(for: subscriberID)), \(SubscriberStreams.streamID(for: pseudonym)))
+            WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))
             """)
     }
 }

@@ -40,10 +40,11 @@ extension SubscriberSnapshots {
             SELECT w.subscriber_id, w.applied, w.clock, coalesce(sn.stream_version, 0),
                    CASE WHEN row_number() OVER (PARTITION BY w.subscriber_id ORDER BY e.stream_version) = 1
                         THEN encode(sn.ledger, 'base64') END,
-                   e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
+                   e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at, k.key
             FROM wanted w
             LEFT JOIN snapshot sn ON sn.subscriber_id = w.subscriber_id
-            LEFT JOIN events e ON e.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
+            LEFT JOIN subscriber_keys k ON k.pseudonym = subledger_pseudonym(w.subscriber_id)
+            LEFT JOIN events e ON e.stream_id = \(SubscriberStreams.prefix) || subledger_pseudonym(w.subscriber_id)
                                AND e.stream_version > coalesce(sn.stream_version, 0) AND e.stream_version <= w.through
             ORDER BY w.subscriber_id, e.stream_version
             """
@@ -55,9 +56,12 @@ extension SubscriberSnapshots {
                         on connection: Connection) async throws -> [String: LedgerReplay] {
         var replays: [String: LedgerReplay] = [:]
         var unreadable: [String: (applied: Int64, clock: Date)] = [:]
+        var keys: [String: (key: SubscriberKey?, pseudonym: String)] = [:]
         for row in rows {
             let subscriberID = try row.decode(String.self, at: 0)
             if replays[subscriberID] == nil && unreadable[subscriberID] == nil {
+                keys[subscriberID] = (try row.decode(Data?.self, at: 11).map { try SubscriberKey(rawValue: $0) },
+                                      SubscriberPseudonyms.pseudonym(for: subscriberID))
                 let applied = try row.decode(Int64.self, at: 1)
                 let clock = try row.decode(Date?.self, at: 2) ?? .distantPast
                 var ledger = SubscriberLedger(subscriberID: subscriberID)
@@ -73,9 +77,12 @@ extension SubscriberSnapshots {
                 replays[subscriberID] = LedgerReplay(ledger: ledger, applied: applied, clock: clock, events: [])
             }
             guard replays[subscriberID] != nil, let version = try row.decode(Int64?.self, at: 6) else { continue }
-            replays[subscriberID]!.events.append((version, try recorded(row, from: 5)))
+            let key = keys[subscriberID]!
+            replays[subscriberID]!.events.append((version, try SubscriberStreams.opened(try recorded(row, from: 5), key: key.key,
+                                                                                         pseudonym: key.pseudonym)))
         }
         for (subscriberID, progress) in unreadable {
+            let key = keys[subscriberID]!
             let rows = try await connection.query("""
                 SELECT position, stream_version, type, schema_version, data::text, recorded_at FROM events
                 WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))
@@ -84,7 +91,9 @@ extension SubscriberSnapshots {
                 """)
             replays[subscriberID] = LedgerReplay(
                 ledger: SubscriberLedger(subscriberID: subscriberID), applied: progress.applied, clock: progress.clock,
-                events: try rows.map { (try $0.decode(Int64.self, at: 1), try recorded($0, from: 0)) })
+                events: try rows.map {
+                    (try $0.decode(Int64.self, at: 1), try SubscriberStreams.opened(try recorded($0, from: 0), key: key.key, pseudonym: key.pseudonym))
+                })
         }
         return replays
     }

@@ -16,11 +16,18 @@ struct LoadedLedger: Sendable {
     /// Read again because its stream is shorter than the ledger held in
     /// memory: replaces that ledger, though its version is lower.
     var supersedesHeld = false
+    /// The subscriber's key (`SubscriberKeys`); nil for a subscriber not
+    /// yet written, or erased.
+    var key: SubscriberKey? = nil
 
     var subscriberID: String { ledger.subscriberID }
     var exists: Bool { version > 0 }
+    /// A stream without a key: its subscriber was erased (every stream
+    /// written gets its key in the commit of its first events).
+    var isErased: Bool { exists && key == nil }
     /// Whether enough events followed the stored snapshot to store a new one.
-    var isSnapshotDue: Bool { SubscriberSnapshots.isDue(version: version, snapshotVersion: snapshotVersion) }
+    /// Never for an erased subscriber: a snapshot is keyed by the id.
+    var isSnapshotDue: Bool { !isErased && SubscriberSnapshots.isDue(version: version, snapshotVersion: snapshotVersion) }
 
     static func empty(_ subscriberID: String) -> LoadedLedger {
         LoadedLedger(ledger: SubscriberLedger(subscriberID: subscriberID), version: 0, snapshotVersion: 0)
@@ -108,10 +115,12 @@ enum SubscriberSnapshots {
             SELECT w.subscriber_id, coalesce(sn.stream_version, 0),
                    CASE WHEN e.stream_version IS NULL OR e.stream_version = coalesce(sn.stream_version, 0) + 1
                         THEN encode(sn.ledger, 'base64') END,
-                   e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at, c.state, st.version
+                   e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at, c.state, st.version, k.key
             FROM wanted w
+            LEFT JOIN LATERAL (SELECT keys.key FROM subscriber_keys keys
+                               WHERE keys.pseudonym = subledger_pseudonym(w.subscriber_id) OFFSET 0) k ON true
             LEFT JOIN LATERAL (SELECT cache.state FROM subscriber_state_cache cache
-                               JOIN streams st ON st.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
+                               JOIN streams st ON st.stream_id = \(SubscriberStreams.prefix) || subledger_pseudonym(w.subscriber_id)
                                               AND st.version = cache.stream_version
                                WHERE \(probe != nil) AND cache.subscriber_id = w.subscriber_id
                                  AND cache.catalog = \(probe?.catalog.fingerprint)
@@ -124,11 +133,11 @@ enum SubscriberSnapshots {
                                OFFSET 0) sn ON true
             LEFT JOIN LATERAL (SELECT ev.position, ev.stream_version, ev.type, ev.schema_version, ev.data, ev.recorded_at
                                FROM events ev
-                               WHERE c.state IS NULL AND ev.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
+                               WHERE c.state IS NULL AND ev.stream_id = \(SubscriberStreams.prefix) || subledger_pseudonym(w.subscriber_id)
                                  AND ev.stream_version > greatest(coalesce(sn.stream_version, 0), w.known)
                                ORDER BY ev.stream_version OFFSET 0) e ON true
             LEFT JOIN LATERAL (SELECT streams.version FROM streams
-                               WHERE w.known > 0 AND streams.stream_id = \(SubscriberStreams.streamID(for: "")) || w.subscriber_id
+                               WHERE w.known > 0 AND streams.stream_id = \(SubscriberStreams.prefix) || subledger_pseudonym(w.subscriber_id)
                                OFFSET 0) st ON true
             ORDER BY w.subscriber_id, e.stream_version
             """
@@ -149,6 +158,8 @@ enum SubscriberSnapshots {
         // comparison, not lookups by subscriber id.
         var currentID: String?
         var current: LoadedLedger?
+        var currentKey: SubscriberKey?
+        var currentPseudonym = ""
         func store() {
             if let current, let currentID { loaded[currentID] = current }
             current = nil
@@ -159,6 +170,8 @@ enum SubscriberSnapshots {
                 store()
                 currentID = subscriberID
                 current = loaded.removeValue(forKey: subscriberID)
+                currentKey = try row.decode(Data?.self, at: 11).map { try SubscriberKey(rawValue: $0) }
+                currentPseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
             }
             if current == nil, let probe, let text = try row.decode(String?.self, at: 9) {
                 // A cached state that cannot be read is as good as none: read the ledger.
@@ -168,6 +181,7 @@ enum SubscriberSnapshots {
                 }
                 var cached = LoadedLedger.empty(subscriberID)
                 cached.cachedState = state
+                cached.key = currentKey
                 current = cached
                 continue
             }
@@ -178,6 +192,7 @@ enum SubscriberSnapshots {
                     continue
                 }
                 current = start
+                current!.key = currentKey
             }
             if current == nil {
                 let snapshotVersion = try row.decode(Int64.self, at: 1)
@@ -193,10 +208,11 @@ enum SubscriberSnapshots {
                     }
                     start = LoadedLedger(ledger: ledger, version: snapshotVersion, snapshotVersion: snapshotVersion)
                 }
+                start.key = currentKey
                 current = start
             }
             guard let version = try row.decode(Int64?.self, at: 4), current != nil else { continue }
-            current!.ledger.apply(try recorded(row, from: 3))
+            current!.ledger.apply(try SubscriberStreams.opened(try recorded(row, from: 3), key: currentKey, pseudonym: currentPseudonym))
             current!.version = version
         }
         store()
@@ -214,13 +230,18 @@ enum SubscriberSnapshots {
     }
 
     private static func loadWithoutSnapshot(_ subscriberID: String, on connection: Connection) async throws -> LoadedLedger {
-        let stored = try await connection.query("""
+        let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
+        let read = try await connection.pipeline([
+            """
             SELECT position, stream_version, type, schema_version, data::text, recorded_at FROM events
-            WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID)) ORDER BY stream_version
-            """)
+            WHERE stream_id = \(SubscriberStreams.prefix + pseudonym) ORDER BY stream_version
+            """,
+            "SELECT key FROM subscriber_keys WHERE pseudonym = \(pseudonym)",
+        ])
         var loaded = LoadedLedger.empty(subscriberID)
-        for row in stored {
-            loaded.ledger.apply(try recorded(row, from: 0))
+        loaded.key = try read[1].first.map { try SubscriberKey(rawValue: try $0.decode(Data.self, at: 0)) }
+        for row in read[0] {
+            loaded.ledger.apply(try SubscriberStreams.opened(try recorded(row, from: 0), key: loaded.key, pseudonym: pseudonym))
             loaded.version = try row.decode(Int64.self, at: 1)
         }
         return loaded

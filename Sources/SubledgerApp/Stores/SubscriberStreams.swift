@@ -6,22 +6,73 @@ import Postgres
 /// How the ledger lives in the event store: one stream per subscriber, event
 /// keys scoped to it, and the ownership lookups written beside the events.
 public enum SubscriberStreams {
-    /// The stream of a subscriber's facts.
-    public static func streamID(for subscriberID: String) -> String { "subscriber-" + subscriberID }
+    /// What every subscriber's stream id starts with.
+    public static let prefix = "subscriber-"
 
-    /// The store's idempotency keys are global; the ledger's are unique per
-    /// subscriber (`expiry:pass@…` can occur for everyone), so they are scoped.
-    public static func storeKey(subscriberID: String, ledgerKey: String) -> String {
-        subscriberID + "\u{1F}" + ledgerKey
+    /// The stream of a subscriber's facts: named by the subscriber's
+    /// pseudonym, never by the id (`SubscriberPseudonyms`; in SQL,
+    /// `prefix || subledger_pseudonym(id)`).
+    public static func streamID(for subscriberID: String) -> String { prefix + SubscriberPseudonyms.pseudonym(for: subscriberID) }
+
+    /// The pseudonym a subscriber stream's id names; nil for other streams.
+    public static func pseudonym(ofStream streamID: String) -> String? {
+        guard streamID.hasPrefix(prefix) else { return nil }
+        return String(streamID.dropFirst(prefix.count))
     }
 
-    /// The events to append for ledger events decided for `subscriberID`.
-    package static func newEvents(_ events: [LedgerEvent], subscriberID: String, source: String) throws -> [NewEvent] {
-        try events.map { event in
-            NewEvent(type: event.type, schemaVersion: event.schemaVersion, data: try event.encodedData(),
-                     metadata: EventMetadata(source: event.source ?? source),
-                     idempotencyKey: event.idempotencyKey.map { storeKey(subscriberID: subscriberID, ledgerKey: $0) })
+    /// The store's idempotency keys are global; the ledger's are unique per
+    /// subscriber (`expiry:pass@…` can occur for everyone), so they are
+    /// scoped by the stream's pseudonym, and digested with the subscriber's
+    /// key: ledger keys name device ids, the subscribers of a transfer and
+    /// reminders, and must be unreadable once the key is destroyed.
+    public static func storeKey(pseudonym: String, key: SubscriberKey, ledgerKey: String) -> String {
+        pseudonym + "\u{1F}" + key.digest(ofLedgerKey: ledgerKey)
+    }
+
+    /// The events to append for ledger events decided for `subscriberID`:
+    /// personal fields sealed and idempotency keys digested with `key`.
+    package static func newEvents(_ events: [LedgerEvent], subscriberID: String, key: SubscriberKey, source: String) throws -> [NewEvent] {
+        let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
+        return try events.map { event in
+            let sealed = event.hasPersonalFields ? try key.sealingPersonalFields(of: event, pseudonym: pseudonym) : event
+            return NewEvent(type: event.type, schemaVersion: event.schemaVersion, data: try sealed.encodedData(),
+                            metadata: EventMetadata(source: event.source ?? source),
+                            idempotencyKey: event.idempotencyKey.map { storeKey(pseudonym: pseudonym, key: key, ledgerKey: $0) })
         }
+    }
+
+    /// A stored event with its personal fields opened with the subscriber's
+    /// key (`nil`: erased, they stay sealed); an event that does not open is
+    /// an error, never a silent change of meaning.
+    package static func opened(_ event: RecordedLedgerEvent, key: SubscriberKey?, pseudonym: String) throws -> RecordedLedgerEvent {
+        guard let key, event.event.hasPersonalFields else { return event }
+        var opened = event
+        opened.event = try key.openingPersonalFields(of: event.event, pseudonym: pseudonym)
+        return opened
+    }
+
+    /// The subscribers whose streams hold `events`, by pseudonym: those
+    /// whose keys exist (a live projection's batch resolves them in one
+    /// query; an erased subscriber's pseudonym is absent).
+    package static func subscribers(of events: [RecordedEvent], on connection: Connection) async throws -> [String: String] {
+        var pseudonyms = Set<String>()
+        for event in events {
+            if let pseudonym = pseudonym(ofStream: event.streamID) { pseudonyms.insert(pseudonym) }
+        }
+        return try await SubscriberKeys.entries(pseudonyms, on: connection).mapValues(\.subscriberID)
+    }
+
+    /// An erased subscriber's ledger, named by its pseudonym, folded from
+    /// its whole stream with personal fields sealed (no key opens them):
+    /// what its read-model rows are computed from, live and in a rebuild.
+    package static func erasedLedger(pseudonym: String, on connection: Connection) async throws -> SubscriberLedger {
+        let rows = try await connection.query("""
+            SELECT position, stream_version, type, schema_version, data::text, recorded_at FROM events
+            WHERE stream_id = \(prefix + pseudonym) ORDER BY stream_version
+            """)
+        var ledger = SubscriberLedger(subscriberID: pseudonym)
+        for row in rows { ledger.apply(try SubscriberSnapshots.recorded(row, from: 0)) }
+        return ledger
     }
 
     /// A stored event as the ledger sees it, its payload read by hand
@@ -48,12 +99,32 @@ struct SubscriberHistory: Sendable {
     var stored: [RecordedEvent]
     var version: Int64
 
-    init(subscriberID: String, stored: [RecordedEvent]) throws {
+    init(subscriberID: String, stored: [RecordedEvent], key: SubscriberKey?) throws {
         self.subscriberID = subscriberID
         self.stored = stored
-        self.events = try stored.map(SubscriberStreams.ledgerEvent)
+        let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
+        self.events = try stored.map { try SubscriberStreams.opened(try SubscriberStreams.ledgerEvent($0), key: key, pseudonym: pseudonym) }
         self.version = stored.last?.streamVersion ?? 0
+        self.key = key
+        self.isErased = version > 0 && key == nil
     }
 
+    /// The subscriber's key (nil: no stream yet, or erased).
+    var key: SubscriberKey?
+
     var exists: Bool { version > 0 }
+    /// A stream without a key: the subscriber was erased.
+    var isErased: Bool
+
+    /// The subscriber's stream and key, read in one snapshot.
+    static func read(_ subscriberID: String, from store: EventStore) async throws -> SubscriberHistory {
+        try await store.pool.withConnection { connection in
+            try await connection.withTransaction(isolation: .repeatableRead) { connection in
+                let key = try await SubscriberKeys.existingKey(for: subscriberID, on: connection)
+                return try SubscriberHistory(subscriberID: subscriberID,
+                                             stored: try await store.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection),
+                                             key: key)
+            }
+        }
+    }
 }

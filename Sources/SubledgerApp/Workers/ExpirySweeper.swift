@@ -72,14 +72,15 @@ public struct ExpirySweeper: Service {
     /// Appends the subscriber's due expiry events; returns how many.
     private func sweep(_ subscriberID: String, now: Date) async throws -> Int {
         let streamID = SubscriberStreams.streamID(for: subscriberID)
-        let stored = try await store.readStream(streamID)
-        let history = try stored.map(SubscriberStreams.ledgerEvent)
-        let due = Coverage.dueExpiries(history: history, subscriberID: subscriberID, catalog: catalog, now: now)
+        let history = try await SubscriberHistory.read(subscriberID, from: store)
+        // An erased subscriber records nothing more (no key seals it).
+        guard let key = history.key else { return 0 }
+        let due = Coverage.dueExpiries(history: history.events, subscriberID: subscriberID, catalog: catalog, now: now)
         guard !due.isEmpty else { return 0 }
         do {
             let result = try await store.append(
-                to: streamID, expected: .exact(stored.last?.streamVersion ?? 0),
-                events: try SubscriberStreams.newEvents(due, subscriberID: subscriberID, source: FactSource.subledger))
+                to: streamID, expected: .exact(history.version),
+                events: try SubscriberStreams.newEvents(due, subscriberID: subscriberID, key: key, source: FactSource.subledger))
             let fresh = result.outcomes.filter { !$0.isDuplicate }.count
             ReminderMetrics.expiriesAppended.increment(by: fresh)
             if fresh > 0 {

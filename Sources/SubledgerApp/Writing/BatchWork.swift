@@ -15,6 +15,9 @@ struct BatchWork {
         var version: Int64
         /// The version of the stored snapshot the read started from.
         var snapshotVersion: Int64
+        /// The subscriber's key: read with the stream, or made for its first
+        /// events (`newKeys`).
+        var key: SubscriberKey?
         var pending: [(command: Int, event: LedgerEvent)] = []
     }
 
@@ -30,6 +33,8 @@ struct BatchWork {
     /// Each subscriber's last command in the batch.
     private var lastCommand: [String: Int] = [:]
     var outcomes: [WriteOutcome]
+    /// Inserts of the keys made for first writes, for the commit's pipeline.
+    private(set) var newKeys: [PostgresQuery] = []
 
     /// Reads every stream the batch names (each a snapshot and the tail of
     /// its stream, all in one query) and the owners of its transactions.
@@ -79,11 +84,13 @@ struct BatchWork {
     /// Adds a stream read during the batch (a transfer's previous owner).
     mutating func add(_ loaded: LoadedLedger) {
         streams[loaded.subscriberID] = Stream(read: loaded.ledger, ledger: loaded.ledger, version: loaded.version,
-                                              snapshotVersion: loaded.snapshotVersion)
+                                              snapshotVersion: loaded.snapshotVersion, key: loaded.key)
         order.append(loaded.subscriberID)
     }
 
     func decide(_ command: WriteCommand, decider: Decider, now: Date) throws(LedgerError) -> Decision {
+        // A stream without a key is an erased subscriber's: nothing more is recorded for it.
+        if let stream = streams[command.subscriberID], stream.version > 0, stream.key == nil { throw LedgerError.erased }
         let ledger = streams[command.subscriberID]?.ledger ?? SubscriberLedger(subscriberID: command.subscriberID)
         let owners = self.owners
         switch command.request {
@@ -129,12 +136,26 @@ struct BatchWork {
     /// The streams with new events, in order.
     private var appendedStreams: [String] { order.filter { !(streams[$0]?.pending.isEmpty ?? true) } }
 
-    /// Every stream's new events, each expecting the version it was read at.
-    func appends(sources: [String]) throws -> [StreamAppend] {
+    /// Every stream's new events, each expecting the version it was read
+    /// at, personal fields sealed with the subscriber's key; a subscriber
+    /// written for the first time gets a key (its insert in `newKeys`).
+    mutating func appends(sources: [String]) throws -> [StreamAppend] {
         try appendedStreams.map { subscriberID in
-            let stream = streams[subscriberID]!
+            var stream = streams[subscriberID]!
+            let key: SubscriberKey
+            if let existing = stream.key {
+                key = existing
+            } else {
+                // A stream with events always has its key, unless erased
+                // (refused by `decide`; a transfer's previous owner is refused here).
+                guard stream.version == 0 else { throw LedgerError.erased }
+                key = SubscriberKey.generate()
+                stream.key = key
+                streams[subscriberID] = stream
+                newKeys.append(SubscriberKeys.insertQuery(subscriberID: subscriberID, key: key))
+            }
             let events = try stream.pending.map { pending in
-                try SubscriberStreams.newEvents([pending.event], subscriberID: subscriberID, source: sources[pending.command])[0]
+                try SubscriberStreams.newEvents([pending.event], subscriberID: subscriberID, key: key, source: sources[pending.command])[0]
             }
             return StreamAppend(streamID: SubscriberStreams.streamID(for: subscriberID), expected: .exact(stream.version), events: events)
         }
@@ -172,7 +193,7 @@ struct BatchWork {
         for subscriberID in order where streams[subscriberID]!.pending.isEmpty {
             let stream = streams[subscriberID]!
             ledgers[subscriberID] = stream.read
-            after.append(LoadedLedger(ledger: stream.read, version: stream.version, snapshotVersion: stream.snapshotVersion))
+            after.append(LoadedLedger(ledger: stream.read, version: stream.version, snapshotVersion: stream.snapshotVersion, key: stream.key))
         }
         let appendedIDs = appendedStreams
         for ((subscriberID, appended), append) in zip(zip(appendedIDs, appendResults), appends) {
@@ -183,6 +204,7 @@ struct BatchWork {
             let version = appended.outcomes.last?.streamVersion ?? stream.version
             var stored = version >= exactFrom || SubscriberSnapshots.isDue(version: version, snapshotVersion: stream.snapshotVersion)
             var isKnown = true
+            let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
             for ((outcome, pending), event) in zip(zip(appended.outcomes, stream.pending), append.events) {
                 let ownStream = isOwn(pending.command, subscriberID)
                 if outcome.isDuplicate {
@@ -194,8 +216,11 @@ struct BatchWork {
                 if stored {
                     // What this build just encoded decodes; if it ever did not, the
                     // ledger is only good for this answer, not to keep.
-                    if let decoded = try? LedgerEvent.decodeFast(type: event.type, schemaVersion: event.schemaVersion, data: event.data) {
-                        applied = decoded
+                    // Personal fields are opened again: the ledger holds them as
+                    // a read of the stream does.
+                    if let decoded = try? LedgerEvent.decodeFast(type: event.type, schemaVersion: event.schemaVersion, data: event.data),
+                       let opened = try? stream.key.map({ try $0.openingPersonalFields(of: decoded, pseudonym: pseudonym) }) ?? decoded {
+                        applied = opened
                     } else {
                         stored = false
                     }
@@ -207,7 +232,9 @@ struct BatchWork {
             }
             if isKnown {
                 ledgers[subscriberID] = ledger
-                if stored { after.append(LoadedLedger(ledger: ledger, version: version, snapshotVersion: stream.snapshotVersion)) }
+                if stored {
+                    after.append(LoadedLedger(ledger: ledger, version: version, snapshotVersion: stream.snapshotVersion, key: stream.key))
+                }
             }
         }
         return (WriteBatchResult(outcomes: outcomes, ledgers: ledgers), after)

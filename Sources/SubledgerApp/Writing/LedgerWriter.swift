@@ -231,7 +231,8 @@ public struct LedgerWriter: Sendable {
         }
         started = clock.now
         let claims = work.claims
-        let ownership = OwnershipStore.statements(claims: claims, transactions: work.transactionRows)
+        // New subscribers' keys commit with their first events.
+        let ownership = work.newKeys + OwnershipStore.statements(claims: claims, transactions: work.transactionRows)
         let results: [StreamAppendResult]
         do {
             if let alongside = batch.alongside {

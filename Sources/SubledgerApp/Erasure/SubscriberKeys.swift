@@ -1,0 +1,94 @@
+import Foundation
+import Postgres
+import Synchronization
+
+/// The SQL of `subscriber_keys` (sql/0025): each subscriber's key, made by
+/// the write path on its first write (`insertQuery`, in the commit's
+/// pipeline) and destroyed by erasure, and the pseudonym → subscriber id
+/// lookup projections use while the key exists
+/// (docs/decisions/0004-erasure-by-crypto-shredding.md).
+public enum SubscriberKeys {
+    /// A subscriber as its stream's pseudonym resolves while its key exists.
+    public struct Entry: Sendable {
+        public var subscriberID: String
+        public var key: SubscriberKey
+    }
+
+    /// The insert of a new key, for a pipeline ahead of a first append: a
+    /// key already stored wins and this one is dropped (the append that
+    /// sealed with it then fails its expected version and is decided again).
+    public static func insertQuery(subscriberID: String, key: SubscriberKey) -> PostgresQuery {
+        """
+        INSERT INTO subscriber_keys (pseudonym, subscriber_id, key)
+        VALUES (\(SubscriberPseudonyms.pseudonym(for: subscriberID)), \(subscriberID), \(key.rawValue)) ON CONFLICT DO NOTHING
+        """
+    }
+
+    /// The subscriber's key if it has one (`nil`: never written, or erased).
+    public static func existingKey(for subscriberID: String, on connection: Connection) async throws -> SubscriberKey? {
+        let rows = try await connection.query(
+            "SELECT key FROM subscriber_keys WHERE pseudonym = \(SubscriberPseudonyms.pseudonym(for: subscriberID))")
+        guard let row = rows.first else { return nil }
+        return try SubscriberKey(rawValue: try row.decode(Data.self, at: 0))
+    }
+
+    /// The subscriber's key, made and stored if it has none (the one stored
+    /// first wins). For appends outside the write path (tools, tests); the
+    /// write path makes keys in its commit.
+    public static func key(for subscriberID: String, on connection: Connection) async throws -> SubscriberKey {
+        try await connection.query(insertQuery(subscriberID: subscriberID, key: SubscriberKey.generate()))
+        guard let key = try await existingKey(for: subscriberID, on: connection) else { throw SealError.unreadable }
+        return key
+    }
+
+    /// The subscribers the pseudonyms name whose keys exist (an erased
+    /// subscriber's pseudonym is absent).
+    public static func entries(_ pseudonyms: some Collection<String>, on connection: Connection) async throws -> [String: Entry] {
+        guard !pseudonyms.isEmpty else { return [:] }
+        let rows = try await connection.query("""
+            SELECT pseudonym, subscriber_id, key FROM subscriber_keys
+            WHERE pseudonym = ANY (ARRAY(SELECT jsonb_array_elements_text(\(JSONArgument.strings(Array(pseudonyms)))::jsonb)))
+            """)
+        var entries: [String: Entry] = [:]
+        entries.reserveCapacity(pseudonyms.count)
+        for row in rows {
+            entries[try row.decode(String.self, at: 0)] = Entry(subscriberID: try row.decode(String.self, at: 1),
+                                                                key: try SubscriberKey(rawValue: try row.decode(Data.self, at: 2)))
+        }
+        return entries
+    }
+
+    /// Deletes the subscriber's key on `connection` (the erasure's
+    /// transaction); `true` when there was one.
+    public static func destroyKey(pseudonym: String, on connection: Connection) async throws -> Bool {
+        let rows = try await connection.query("DELETE FROM subscriber_keys WHERE pseudonym = \(pseudonym) RETURNING pseudonym")
+        return !rows.isEmpty
+    }
+}
+
+/// Every subscriber key, read for a rebuild that folds streams without I/O
+/// (`StreamwiseConsumer.rows(for:)`): each load worker adds the keys its own
+/// snapshot sees before it reads a stream, so every stream it reads finds
+/// its key (a stream's first events and its key commit together). Keys are
+/// only added while a rebuild loads: erasure, which deletes one, waits for
+/// no rebuild to be loading (`SubscriberErasure`).
+public final class SubscriberKeyring: Sendable {
+    private let entries = Mutex<[String: SubscriberKeys.Entry]>([:])
+
+    public init() {}
+
+    /// Adds every key `connection`'s snapshot sees (a rebuild reads every stream anyway).
+    public func load(on connection: Connection) async throws {
+        var loaded: [String: SubscriberKeys.Entry] = [:]
+        for row in try await connection.query("SELECT pseudonym, subscriber_id, key FROM subscriber_keys") {
+            loaded[try row.decode(String.self, at: 0)] = SubscriberKeys.Entry(
+                subscriberID: try row.decode(String.self, at: 1), key: try SubscriberKey(rawValue: try row.decode(Data.self, at: 2)))
+        }
+        entries.withLock { $0.merge(loaded) { _, new in new } }
+    }
+
+    /// Drops what `load` read, once the rebuild is done.
+    public func clear() { entries.withLock { $0 = [:] } }
+
+    public func entry(forPseudonym pseudonym: String) -> SubscriberKeys.Entry? { entries.withLock { $0[pseudonym] } }
+}
