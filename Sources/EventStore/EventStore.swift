@@ -171,6 +171,11 @@ public struct EventStore: Sendable {
     }
 
     public func readStream(_ streamID: String, after version: Int64 = 0, on connection: Connection) async throws -> [RecordedEvent] {
+        try await Self.readStream(streamID, after: version, on: connection)
+    }
+
+    /// The same on a connection the caller holds (a transaction of its own).
+    public static func readStream(_ streamID: String, after version: Int64 = 0, on connection: Connection) async throws -> [RecordedEvent] {
         let rows = try await connection.query("""
             SELECT \(unsafeRaw: Self.columns) FROM events
             WHERE stream_id = \(streamID) AND stream_version > \(version)

@@ -28,6 +28,7 @@ extension LedgerEvent {
         case .reminderSent(let delivery), .reminderFailed(let delivery): return try encoded(delivery)
         case .granted(let grant): return try encoded(grant)
         case .grantRevoked(let revocation): return try encoded(revocation)
+        case .erased(let erasure): return try encoded(erasure)
         case .unknown(_, _, let data): return data
         }
     }
@@ -64,6 +65,7 @@ extension LedgerEvent {
         case .reminderFailed: return .reminderFailed(try payload(ReminderDelivery.self))
         case .granted: return .granted(try payload(SupportGrant.self))
         case .grantRevoked: return .grantRevoked(try payload(GrantRevocation.self))
+        case .erased: return .erased(try payload(SubscriberErasure.self))
         }
     }
 }

@@ -42,6 +42,8 @@ extension LedgerEvent {
             return "grant:" + grant.grantID
         case .grantRevoked(let revocation):
             return "grant-revoked:" + revocation.grantID
+        case .erased:
+            return "erased"
         case .unknown:
             return nil
         }

@@ -28,7 +28,7 @@ extension LedgerEvent {
         case .reminderFailed(var delivery):
             delivery.reminderID = try transform(delivery.reminderID)
             return .reminderFailed(delivery)
-        case .refunded, .refundReversed, .renewalExtended, .expired, .autoRenewChanged, .billingIssue, .granted, .grantRevoked, .unknown:
+        case .refunded, .refundReversed, .renewalExtended, .expired, .autoRenewChanged, .billingIssue, .granted, .grantRevoked, .erased, .unknown:
             return self
         }
     }
@@ -39,8 +39,21 @@ extension LedgerEvent {
         switch self {
         case .purchased(let fact), .renewed(let fact), .restored(let fact): fact.deviceID != nil
         case .transferredOut, .transferredIn, .deviceSeen, .reminderSent, .reminderFailed: true
-        case .refunded, .refundReversed, .renewalExtended, .expired, .autoRenewChanged, .billingIssue, .granted, .grantRevoked, .unknown:
+        case .refunded, .refundReversed, .renewalExtended, .expired, .autoRenewChanged, .billingIssue, .granted, .grantRevoked, .erased, .unknown:
             false
+        }
+    }
+}
+
+extension LedgerEvent {
+    /// The device ids the event names (a purchase's, renewal's or
+    /// restore's, `device_seen`'s, a transfer's transaction's).
+    public var deviceIDs: [String] {
+        switch self {
+        case .purchased(let fact), .renewed(let fact), .restored(let fact): fact.deviceID.map { [$0] } ?? []
+        case .transferredOut(let transfer), .transferredIn(let transfer): transfer.transaction?.deviceID.map { [$0] } ?? []
+        case .deviceSeen(let device): [device.deviceID]
+        default: []
         }
     }
 }

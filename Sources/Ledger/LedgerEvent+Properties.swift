@@ -17,6 +17,7 @@ extension LedgerEvent {
         case .reminderSent(let delivery), .reminderFailed(let delivery): delivery.date
         case .granted(let grant): grant.startsAt
         case .grantRevoked(let revocation): revocation.date
+        case .erased(let erasure): erasure.date
         case .unknown: nil
         }
     }
@@ -36,6 +37,7 @@ extension LedgerEvent {
         case .reminderSent(let delivery), .reminderFailed(let delivery): delivery.source
         case .granted(let grant): grant.source
         case .grantRevoked(let revocation): revocation.source
+        case .erased(let erasure): erasure.source
         case .unknown: nil
         }
     }

@@ -58,6 +58,8 @@ public func summary(of event: LedgerEvent) -> String {
     case .grantRevoked(let revocation):
         return "Revoked grant \(revocation.grantID) at \(RFC3339.format(revocation.date)) by \(revocation.revokedBy.description)"
             + (revocation.reason.map { ": \($0)" } ?? "")
+    case .erased(let erasure):
+        return "Erased at \(RFC3339.format(erasure.date)) by \(erasure.erasedBy.description): \(erasure.reason)"
     case .unknown(let type, let version, _):
         return "Event \(type) (schema version \(version), not known to this version)"
     }

@@ -20,6 +20,7 @@ public enum LedgerEventType: String, Sendable, Hashable, CaseIterable {
     case reminderFailed = "reminder_failed"
     case granted
     case grantRevoked = "grant_revoked"
+    case erased
 }
 
 /// A fact in a subscriber's stream. All known types are at schema version 1.
@@ -44,6 +45,9 @@ public enum LedgerEvent: Sendable, Hashable {
     /// An entitlement given by hand (support, `POST …/grants`).
     case granted(SupportGrant)
     case grantRevoked(GrantRevocation)
+    /// The last event of an erased subscriber's stream
+    /// (`DELETE /v1/subscribers/{id}`): its key was destroyed with it.
+    case erased(SubscriberErasure)
     case unknown(type: String, schemaVersion: Int, data: Data)
 
     /// The current schema version of every known type.
@@ -68,6 +72,7 @@ public enum LedgerEvent: Sendable, Hashable {
         case .reminderFailed: .reminderFailed
         case .granted: .granted
         case .grantRevoked: .grantRevoked
+        case .erased: .erased
         case .unknown: nil
         }
     }

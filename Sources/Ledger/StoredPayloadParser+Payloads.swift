@@ -290,6 +290,22 @@ extension StoredPayloadParser {
                             grantedBy: grantedBy, source: source)
     }
 
+    mutating func subscriberErasure() -> SubscriberErasure? {
+        var date = Field<Date>(), reason = Field<String>(), erasedBy = Field<ActorStamp>(), source = Field<String>()
+        let read = members { parser, key in
+            switch true {
+            case key == "date": parser.read(&date) { $0.date() }
+            case key == "reason": parser.read(&reason) { $0.string() }
+            case key == "erasedBy": parser.read(&erasedBy) { $0.actorStamp() }
+            case key == "source": parser.read(&source) { $0.string() }
+            default: false
+            }
+        }
+        guard read, let date = date.value, let reason = reason.value, let erasedBy = erasedBy.value, let source = source.value
+        else { return nil }
+        return SubscriberErasure(date: date, reason: reason, erasedBy: erasedBy, source: source)
+    }
+
     mutating func grantRevocation() -> GrantRevocation? {
         var grantID = Field<String>(), date = Field<Date>(), reason = Field<String>(), revokedBy = Field<ActorStamp>()
         var source = Field<String>()

@@ -78,6 +78,7 @@ struct StoredPayloadParser {
         case .reminderFailed: reminderDelivery().map(LedgerEvent.reminderFailed)
         case .granted: supportGrant().map(LedgerEvent.granted)
         case .grantRevoked: grantRevocation().map(LedgerEvent.grantRevoked)
+        case .erased: subscriberErasure().map(LedgerEvent.erased)
         }
     }
 

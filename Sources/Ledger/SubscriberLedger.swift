@@ -175,7 +175,8 @@ public struct SubscriberLedger: Sendable, Equatable {
             supportGrants[grant.grantID] = Dated(date: grant.startsAt, position: position, value: grant)
         case .grantRevoked(let revocation):
             grantRevocations[revocation.grantID] = Dated(date: revocation.date, position: position, value: revocation)
-        case .reminderFailed, .unknown:
+        case .reminderFailed, .erased, .unknown:
+            // An erasure changes no rule: the stream's key is what refuses new facts.
             break
         }
     }

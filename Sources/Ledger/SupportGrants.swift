@@ -55,6 +55,22 @@ public struct SupportGrant: Sendable, Hashable, Codable {
     public var entitlementSource: String { "grant:" + grantID }
 }
 
+/// An `erased` event: who erased the subscriber, when and why. The reason is
+/// free text from support (as a grant's), not the subscriber's.
+public struct SubscriberErasure: Sendable, Hashable, Codable {
+    public var date: Date
+    public var reason: String
+    public var erasedBy: ActorStamp
+    public var source: String
+
+    public init(date: Date, reason: String, erasedBy: ActorStamp, source: String) {
+        self.date = date
+        self.reason = reason
+        self.erasedBy = erasedBy
+        self.source = source
+    }
+}
+
 /// A `grant_revoked` event: the grant ends at `date` if it had not ended.
 public struct GrantRevocation: Sendable, Hashable, Codable {
     public var grantID: String

@@ -229,6 +229,9 @@ struct EventGenerator {
             .grantRevoked(GrantRevocation(grantID: text(), date: date(), reason: maybe(text()),
                                           revokedBy: ActorStamp(role: text(), keyFingerprint: text(), actor: maybe(text())),
                                           source: text()))
+        case .erased:
+            .erased(SubscriberErasure(date: date(), reason: text(),
+                                      erasedBy: ActorStamp(role: text(), keyFingerprint: text(), actor: maybe(text())), source: text()))
         }
     }
 }

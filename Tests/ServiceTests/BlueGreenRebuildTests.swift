@@ -52,7 +52,7 @@ struct BlueGreenRebuildTests {
         try await dependencies.project(reminders)
 
         let subscribers = try await dependencies.pool.query("""
-            SELECT substr(stream_id, 12) FROM streams WHERE stream_id LIKE 'subscriber-%' ORDER BY 1
+            SELECT subscriber_id FROM subscriber_keys ORDER BY 1
             """).map { try $0.decode(String.self, at: 0) }
         #expect(subscribers.count == 10)
         let rebuiltRows = try await dependencies.readModelRows()
@@ -170,7 +170,7 @@ extension AppDependencies {
     /// their whole stream, as `readModelRows` shows them (written to a scratch database).
     func foldedReadModelRows() async throws -> [String] {
         let subscribers = try await pool.query("""
-            SELECT substr(stream_id, 12) FROM streams WHERE stream_id LIKE 'subscriber-%' ORDER BY 1
+            SELECT subscriber_id FROM subscriber_keys ORDER BY 1
             """).map { try $0.decode(String.self, at: 0) }
         var models: [SubscriberReadModel] = []
         for subscriber in subscribers {

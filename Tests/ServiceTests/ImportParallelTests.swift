@@ -91,7 +91,7 @@ struct ImportParallelTests {
         var byStream = [String: [String]]()
         for row in rows { byStream[try row.decode(String.self, at: 0), default: []].append(try row.decode(String.self, at: 1)) }
         for subscriber in 0..<40 {
-            #expect(byStream["subscriber-o\(subscriber)"] == (0..<12).map { "o\(subscriber)-\($0)" })
+            #expect(byStream[SubscriberStreams.streamID(for: "o\(subscriber)")] == (0..<12).map { "o\(subscriber)-\($0)" })
         }
         let misordered = try await dependencies.pool.query("""
             SELECT count(*) FROM (SELECT position < lag(position) OVER (PARTITION BY stream_id ORDER BY stream_version) AS back
@@ -145,7 +145,7 @@ struct ImportParallelTests {
     /// Everything the ledger answers, minus positions and times of recording.
     static func ledger(of dependencies: AppDependencies) async throws -> Ledger {
         let reader = SubscriberReader(dependencies)
-        let subscribers = try await dependencies.pool.query("SELECT substr(stream_id, 12) FROM streams ORDER BY 1")
+        let subscribers = try await dependencies.pool.query("SELECT subscriber_id FROM subscriber_keys ORDER BY 1")
             .map { try $0.decode(String.self, at: 0) }
         var ledger = Ledger(states: [:], histories: [:], owners: [], transactions: [])
         for subscriber in subscribers {

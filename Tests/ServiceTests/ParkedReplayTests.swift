@@ -18,6 +18,8 @@ struct ParkedReplayTests {
         try await withApp { client, dependencies in
             let store = dependencies.store
             let projection = SubscriptionProjection(store: store, catalog: dependencies.catalog.catalog)
+            // A subscriber's stream has its key (the write path makes it with the first events).
+            _ = try await dependencies.pool.withConnection { try await SubscriberKeys.key(for: "zoe", on: $0) }
             let broken = try await store.append(to: SubscriberStreams.streamID(for: "zoe"), events: [
                 NewEvent(type: "purchased", data: Data(#"{"transactionId": "z1"}"#.utf8), idempotencyKey: "zoe-z1"),
             ])
@@ -40,7 +42,7 @@ struct ParkedReplayTests {
             let replayed = try await client.post("/v1/parked/subscriptions/\(position)/replay", "", key: Keys.admin)
             #expect(replayed.status == .ok, "\(replayed.text)")
             #expect(replayed.json["outcome"]?.string == "replayed")
-            #expect(replayed.json["streamId"]?.string == "subscriber-zoe")
+            #expect(replayed.json["streamId"]?.string == SubscriberStreams.streamID(for: "zoe"))
             #expect(try await store.parkedPositions(of: projection.name).isEmpty)
             let entitlements = try await dependencies.pool.query("SELECT entitlement FROM entitlements WHERE subscriber_id = 'zoe'")
             #expect(try entitlements.map { try $0.decode(String.self, at: 0) } == ["level2"])

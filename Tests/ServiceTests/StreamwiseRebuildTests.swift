@@ -66,7 +66,7 @@ struct StreamwiseRebuildTests {
         try await dependencies.project(projection)
 
         let subscribers = try await dependencies.pool.query("""
-            SELECT substr(stream_id, 12) FROM streams WHERE stream_id LIKE 'subscriber-%' ORDER BY 1
+            SELECT subscriber_id FROM subscriber_keys ORDER BY 1
             """).map { try $0.decode(String.self, at: 0) }
         #expect(subscribers.count == 12)
         let scratch = try await makeDependencies()

@@ -67,10 +67,14 @@ extension AppStoreNotificationTests {
 struct ParkedRouteTests {
     @Test func adminsSeeWhatProjectionsSetAside() async throws {
         try await withApp { client, dependencies in
+            // A parked event names its stream (a pseudonym); the listing names the subscriber while its key exists.
+            for subscriber in ["alice", "bob"] {
+                _ = try await dependencies.pool.withConnection { try await SubscriberKeys.key(for: subscriber, on: $0) }
+            }
             try await dependencies.pool.query("""
                 INSERT INTO consumer_parked_events (consumer, position, stream_id, stream_version, type, reason, parked_at) VALUES
-                ('reminders', 7, 'subscriber-alice', 3, 'purchased', 'cannot compute the period', '2025-01-01T00:00:00Z'),
-                ('reminders', 9, 'subscriber-bob', 1, 'renewed', 'the row was locked', '2025-01-02T00:00:00Z'),
+                ('reminders', 7, \(SubscriberStreams.streamID(for: "alice")), 3, 'purchased', 'cannot compute the period', '2025-01-01T00:00:00Z'),
+                ('reminders', 9, \(SubscriberStreams.streamID(for: "bob")), 1, 'renewed', 'the row was locked', '2025-01-02T00:00:00Z'),
                 ('other', 4, 'elsewhere', 1, 'odd', 'no handler', '2025-01-03T00:00:00Z')
                 """)
             let response = try await client.get("/v1/parked", key: Keys.admin)

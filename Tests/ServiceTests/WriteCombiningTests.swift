@@ -102,9 +102,9 @@ struct WriteCombiningTests {
             positions.insert(written.position)
         }
         #expect(positions.count == 20, "each request has its own position")
-        let stored = try await dependencies.pool.query("SELECT count(*) FROM events WHERE stream_id LIKE 'subscriber-s%'")
+        let stored = try await dependencies.pool.query("SELECT count(*) FROM events e JOIN subscriber_keys k ON e.stream_id = 'subscriber-' || k.pseudonym WHERE k.subscriber_id LIKE 's%'")
         #expect(try stored.first?.decode(Int64.self, at: 0) == 20)
-        #expect(try await dependencies.pool.query("SELECT 1 FROM streams WHERE stream_id = 'subscriber-unknown'").count == 0,
+        #expect(try await dependencies.pool.query("SELECT 1 FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: "unknown"))").count == 0,
                 "the refused request wrote nothing")
     }
 
@@ -151,7 +151,7 @@ struct WriteCombiningTests {
             let written = try #require(results["c\(index)"])
             #expect(written.state.purchases.map(\.transactionID) == ["ct\(index)"])
         }
-        let versions = try await dependencies.pool.query("SELECT version FROM streams WHERE stream_id = 'subscriber-contested'")
+        let versions = try await dependencies.pool.query("SELECT version FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: "contested"))")
         #expect(try versions.first?.decode(Int64.self, at: 0) == 2, "both facts stored, neither lost")
     }
 

@@ -18,7 +18,10 @@ extension ChangeRows {
                 body = jsonb_set(subledger_without_members(body, \(unsafeRaw: personalMembersSQL)), '{subscriberId}', to_jsonb(\(pseudonym)::text))
             WHERE subscriber_id = \(subscriberID)
             """)
-        try await connection.query("UPDATE change_subscribers SET subscriber_id = \(pseudonym) WHERE subscriber_id = \(subscriberID)")
+        // No transition of an erased subscriber is published any more.
+        try await connection.query("""
+            UPDATE change_subscribers SET subscriber_id = \(pseudonym), next_transition_at = NULL WHERE subscriber_id = \(subscriberID)
+            """)
         try await connection.query("UPDATE webhook_deliveries SET subscriber_id = \(pseudonym) WHERE subscriber_id = \(subscriberID)")
     }
 }

@@ -37,28 +37,29 @@ public struct ReminderProjection: EventConsumer {
     }
 
     public func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws {
-        // An erased subscriber has no reminders: erasure deleted them, and
-        // its stream (no key resolves it) schedules none.
-        let resolved = try await SubscriberStreams.subscribers(of: events, on: connection)
+        // Streams are named by pseudonyms, resolved to subscribers in the
+        // reading statements. An erased subscriber (no key) has no
+        // reminders: erasure deleted them, and its stream schedules none.
         var through: [String: Int64] = [:]
         var order: [String] = []
         for event in events {
-            guard let pseudonym = SubscriberStreams.pseudonym(ofStream: event.streamID),
-                  let subscriberID = resolved[pseudonym] else { continue }
-            if through[subscriberID] == nil { order.append(subscriberID) }
-            through[subscriberID] = max(through[subscriberID] ?? 0, event.streamVersion)
+            guard let pseudonym = SubscriberStreams.pseudonym(ofStream: event.streamID) else { continue }
+            if through[pseudonym] == nil { order.append(pseudonym) }
+            through[pseudonym] = max(through[pseudonym] ?? 0, event.streamVersion)
         }
         guard !order.isEmpty else { return }
         let read = try await connection.pipeline([
-            try SubscriberSnapshots.replayQuery(order.map { ($0, through[$0]!) }, progressTable: tables.name("reminder_subscribers")),
-            ReminderRows.scheduledQuery(of: order, in: tables),
+            try SubscriberSnapshots.replayQuery(order.map { ($0, through[$0]!) }, progressTable: tables.name("reminder_subscribers"),
+                                                resolvingPseudonyms: true),
+            ReminderRows.scheduledQuery(of: order, in: tables, resolvingPseudonyms: true),
         ])
-        let replays = try await SubscriberSnapshots.replays(read[0], through: through, on: connection)
+        let replays = try await SubscriberSnapshots.replays(read[0], through: through, throughByPseudonym: true, on: connection)
         let scheduled = try ReminderRows.scheduled(read[1])
         var progress: [ReminderRows.Progress] = []
         var changed: [ScheduledReminder] = []
-        for subscriberID in order {
-            guard let replay = replays[subscriberID] else { continue }
+        let subscribers = Dictionary(uniqueKeysWithValues: replays.keys.map { (SubscriberPseudonyms.pseudonym(for: $0), $0) })
+        for pseudonym in order {
+            guard let subscriberID = subscribers[pseudonym], let replay = replays[subscriberID] else { continue }
             var fold = ReminderFold(replay, scheduled: scheduled[subscriberID] ?? [])
             for (version, event) in replay.events { fold.apply(event, version: version, catalog: catalog) }
             progress.append(fold.progress(catalog: catalog))

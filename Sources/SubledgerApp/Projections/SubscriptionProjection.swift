@@ -29,22 +29,20 @@ public struct SubscriptionProjection: EventConsumer {
     }
 
     public func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws {
-        let resolved = try await SubscriberStreams.subscribers(of: events, on: connection)
-        var subscribers: [String] = []
-        var erased: [String] = []
+        var pseudonyms: [String] = []
         var seen = Set<String>()
         for event in events {
             guard let pseudonym = SubscriberStreams.pseudonym(ofStream: event.streamID), seen.insert(pseudonym).inserted else { continue }
-            if let subscriberID = resolved[pseudonym] { subscribers.append(subscriberID) } else { erased.append(pseudonym) }
+            pseudonyms.append(pseudonym)
         }
-        guard !subscribers.isEmpty || !erased.isEmpty else { return }
-        let loaded = try await SubscriberSnapshots.load(subscribers, on: connection)
-        var models = subscribers.map { subscriberID in
-            (loaded[subscriberID]?.ledger ?? SubscriberLedger(subscriberID: subscriberID)).readModel(catalog: catalog)
-        }
+        guard !pseudonyms.isEmpty else { return }
+        // Resolved to subscribers in the reading statement.
+        let loaded = try await SubscriberSnapshots.load(pseudonyms: pseudonyms, on: connection)
+        var models = loaded.values.map { $0.ledger.readModel(catalog: catalog) }
         // An erased subscriber's rows are under its pseudonym (erasure moved
         // them): folded from its stream, sealed fields and all, as a rebuild does.
-        for pseudonym in erased {
+        let resolved = Set(loaded.keys.map(SubscriberPseudonyms.pseudonym(for:)))
+        for pseudonym in pseudonyms where !resolved.contains(pseudonym) {
             models.append(try await SubscriberStreams.erasedLedger(pseudonym: pseudonym, on: connection).readModel(catalog: catalog))
         }
         // A ledger read with a long tail is stored again, in the same round trip.

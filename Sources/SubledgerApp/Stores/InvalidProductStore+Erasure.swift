@@ -1,22 +1,23 @@
+import Foundation
+import EventStore
 import Postgres
 
 extension InvalidProductStore {
     /// Erasure rewrites the subscriber's device ids in the invalid-product
     /// reports to `<pseudonym>:device-<n>`, one name per device, so the
     /// listing's report and device counts stay. The devices are those its
-    /// events name (`deviceId` at any depth: purchases, renewals, restores,
-    /// `device_seen`, a transfer's transaction). This reads them as stored
-    /// in plain text; once personal fields are sealed in the log, the step
-    /// needs them opened with the subscriber's key
-    /// (docs/decisions/0004-erasure-by-crypto-shredding.md).
+    /// events name, opened with the subscriber's key (so this step runs
+    /// before the key is destroyed).
     static let erasureStep = ErasureStep(name: "invalid-product devices") { subscriberID, pseudonym, connection in
+        let history = try SubscriberHistory(
+            subscriberID: subscriberID,
+            stored: try await EventStore.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection),
+            key: try await SubscriberKeys.existingKey(for: subscriberID, on: connection))
+        let devices = Set(history.events.flatMap(\.event.deviceIDs)).sorted()
+        guard !devices.isEmpty else { return }
         try await connection.query("""
             WITH devices AS (
-                SELECT device_id, row_number() OVER (ORDER BY device_id) AS n
-                FROM (SELECT DISTINCT found #>> '{}' AS device_id
-                      FROM events, jsonb_path_query(events.data, 'strict $.**.deviceId') AS found
-                      WHERE events.stream_id = \(SubscriberStreams.streamID(for: subscriberID))) AS named
-                WHERE device_id IS NOT NULL
+                SELECT device_id, n FROM jsonb_array_elements_text(\(JSONArgument.strings(devices))::jsonb) WITH ORDINALITY AS d(device_id, n)
             ), reports AS (
                 UPDATE invalid_product_reports AS r SET device_id = \(pseudonym)::text || ':device-' || d.n
                 FROM devices AS d WHERE r.device_id = d.device_id

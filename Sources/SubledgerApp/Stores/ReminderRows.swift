@@ -25,11 +25,19 @@ enum ReminderRows {
     static let tables = ["reminders", "reminder_subscribers"]
 
     /// The reminders of `subscriberIDs`, in one statement.
-    static func scheduledQuery(of subscriberIDs: [String], in tables: ProjectionTables) -> PostgresQuery {
-        """
-        SELECT \(unsafeRaw: columns) FROM \(unsafeRaw: tables.name("reminders"))
-        WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb))
-        """
+    /// `resolvingPseudonyms`: the ids given are streams' pseudonyms.
+    static func scheduledQuery(of subscriberIDs: [String], in tables: ProjectionTables, resolvingPseudonyms: Bool = false) -> PostgresQuery {
+        if resolvingPseudonyms {
+            return """
+                SELECT \(unsafeRaw: columns) FROM \(unsafeRaw: tables.name("reminders"))
+                WHERE subscriber_id IN (SELECT k.subscriber_id FROM subscriber_keys k
+                                        WHERE k.pseudonym IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb)))
+                """
+        }
+        return """
+            SELECT \(unsafeRaw: columns) FROM \(unsafeRaw: tables.name("reminders"))
+            WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb))
+            """
     }
 
     static func scheduled(_ rows: PostgresRows) throws -> [String: [ScheduledReminder]] {
@@ -158,23 +166,12 @@ enum ReminderRows {
 }
 
 extension ReminderRows {
-    /// Erasure: reminders not yet sent are cancelled (a webhook would name
-    /// the subscriber); every row stays, counted by the listing, under the
-    /// pseudonym, and the expiry sweeper no longer looks at the subscriber.
-    static let erasureStep = ErasureStep(name: "reminders") { subscriberID, pseudonym, connection in
-        try await connection.query("""
-            UPDATE reminders
-            SET id = 'rem:' || \(pseudonym) || substr(id, length('rem:') + length(\(subscriberID)) + 1),
-                subscriber_id = \(pseudonym),
-                status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
-                claim_token = NULL,
-                last_error = replace(last_error, \(subscriberID), \(pseudonym)),
-                updated_at = now()
-            WHERE subscriber_id = \(subscriberID)
-            """)
-        try await connection.query("""
-            UPDATE reminder_subscribers SET subscriber_id = \(pseudonym), next_expiry_at = NULL
-            WHERE subscriber_id = \(subscriberID)
-            """)
+    /// Erasure: the subscriber's reminders and progress go. None is sent to
+    /// an erased subscriber, and the projection schedules none for a stream
+    /// without a key, so a rebuild after an erasure has none either (the
+    /// sealed reminder ids of the stream could not be matched to rows kept).
+    static let erasureStep = ErasureStep(name: "reminders") { subscriberID, _, connection in
+        try await connection.query("DELETE FROM reminders WHERE subscriber_id = \(subscriberID)")
+        try await connection.query("DELETE FROM reminder_subscribers WHERE subscriber_id = \(subscriberID)")
     }
 }

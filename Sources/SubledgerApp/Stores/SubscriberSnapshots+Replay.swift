@@ -22,7 +22,11 @@ extension SubscriberSnapshots {
     /// subscriber_id, stream_version, clock), the latest stored snapshot not
     /// past that progress, and the events from there through `through`.
     /// Subscribers with nothing new (a replayed batch) are absent.
-    static func replayQuery(_ through: [(subscriberID: String, through: Int64)], progressTable: String) throws -> PostgresQuery {
+    /// `resolvingPseudonyms`: the ids given are streams' pseudonyms, resolved
+    /// to subscribers through `subscriber_keys` in the same statement (an
+    /// erased subscriber's is absent from the answer).
+    static func replayQuery(_ through: [(subscriberID: String, through: Int64)], progressTable: String,
+                            resolvingPseudonyms: Bool = false) throws -> PostgresQuery {
         struct Wanted: Encodable {
             var subscriber_id: String
             var through: Int64
@@ -31,9 +35,12 @@ extension SubscriberSnapshots {
         return """
             WITH wanted AS (
                      SELECT x.subscriber_id, x.through, coalesce(p.stream_version, 0) AS applied, p.clock
-                     FROM jsonb_to_recordset(\(wanted)::jsonb) AS x(subscriber_id text, through bigint)
+                     FROM (SELECT CASE WHEN \(resolvingPseudonyms) THEN named.subscriber_id ELSE given.subscriber_id END AS subscriber_id,
+                                  given.through
+                           FROM jsonb_to_recordset(\(wanted)::jsonb) AS given(subscriber_id text, through bigint)
+                           LEFT JOIN subscriber_keys named ON \(resolvingPseudonyms) AND named.pseudonym = given.subscriber_id) x
                      LEFT JOIN \(unsafeRaw: progressTable) p ON p.subscriber_id = x.subscriber_id
-                     WHERE x.through > coalesce(p.stream_version, 0)),
+                     WHERE x.subscriber_id IS NOT NULL AND x.through > coalesce(p.stream_version, 0)),
                  snapshot AS (
                      SELECT s.subscriber_id, s.stream_version, s.ledger FROM subscriber_snapshots s JOIN wanted w USING (subscriber_id)
                      WHERE s.format = \(SubscriberLedger.snapshotFormat) AND s.stream_version <= w.applied)
@@ -52,7 +59,9 @@ extension SubscriberSnapshots {
 
     /// The replays of `replayQuery`'s rows. A snapshot that cannot be read
     /// is replaced by the whole stream, one extra statement per such subscriber.
-    static func replays(_ rows: PostgresRows, through: [String: Int64],
+    /// `throughByPseudonym`: `through` is keyed by the streams' pseudonyms
+    /// (a `resolvingPseudonyms` query's).
+    static func replays(_ rows: PostgresRows, through: [String: Int64], throughByPseudonym: Bool = false,
                         on connection: Connection) async throws -> [String: LedgerReplay] {
         var replays: [String: LedgerReplay] = [:]
         var unreadable: [String: (applied: Int64, clock: Date)] = [:]
@@ -86,7 +95,7 @@ extension SubscriberSnapshots {
             let rows = try await connection.query("""
                 SELECT position, stream_version, type, schema_version, data::text, recorded_at FROM events
                 WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))
-                  AND stream_version <= \(through[subscriberID] ?? 0)
+                  AND stream_version <= \(through[throughByPseudonym ? key.pseudonym : subscriberID] ?? 0)
                 ORDER BY stream_version
                 """)
             replays[subscriberID] = LedgerReplay(

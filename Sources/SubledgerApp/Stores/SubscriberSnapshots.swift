@@ -89,8 +89,11 @@ enum SubscriberSnapshots {
     /// `held`: ledgers already in memory; only the events after their
     /// versions are read for them (and the stream's version, to tell a
     /// stream shorter than the ledger).
+    /// `resolvingPseudonyms`: the ids given are streams' pseudonyms,
+    /// resolved to subscribers through `subscriber_keys` (an erased
+    /// subscriber's is absent from the answer).
     static func loadStatement(_ subscriberIDs: [String], unlessCached probe: CacheProbe?,
-                              held: [String: LoadedLedger] = [:]) -> PostgresQuery {
+                              held: [String: LoadedLedger] = [:], resolvingPseudonyms: Bool = false) -> PostgresQuery {
         let known = PostgresJSON(text: "{" + held.map { JSONArgument.string($0.key) + ":" + String($0.value.version) }
             .joined(separator: ",") + "}")
         // Distinct here rather than in SQL: a sort and a unique node fewer
@@ -110,7 +113,8 @@ enum SubscriberSnapshots {
         // sixth faster (pgbench, two clients, three subscribers a run: 30.7k
         // runs/s against 26.4k).
         return """
-            WITH ids AS (SELECT jsonb_array_elements_text(\(JSONArgument.strings(distinct))::jsonb) AS subscriber_id),
+            WITH ids AS (SELECT \(unsafeRaw: resolvingPseudonyms ? "k.subscriber_id FROM subscriber_keys k WHERE k.pseudonym IN (SELECT " : "")\
+            jsonb_array_elements_text(\(JSONArgument.strings(distinct))::jsonb)\(unsafeRaw: resolvingPseudonyms ? "))" : " AS subscriber_id)"),
                  wanted AS (SELECT ids.subscriber_id, coalesce((\(known)::jsonb ->> ids.subscriber_id)::bigint, 0) AS known FROM ids)
             SELECT w.subscriber_id, coalesce(sn.stream_version, 0),
                    CASE WHEN e.stream_version IS NULL OR e.stream_version = coalesce(sn.stream_version, 0) + 1
@@ -221,6 +225,16 @@ enum SubscriberSnapshots {
             loaded[subscriberID]!.supersedesHeld = shorter.contains(subscriberID)
         }
         return loaded
+    }
+
+    /// The ledgers of the subscribers whose streams' pseudonyms are given
+    /// (a projection's batch), by subscriber id, in one statement; an
+    /// erased subscriber's is absent.
+    static func load(pseudonyms: [String], on connection: Connection) async throws -> [String: LoadedLedger] {
+        guard !pseudonyms.isEmpty else { return [:] }
+        var held: [String: LoadedLedger] = [:]
+        return try await ledgers(from: try await connection.query(loadStatement(pseudonyms, unlessCached: nil, resolvingPseudonyms: true)),
+                                 unlessCached: nil, held: &held, on: connection)
     }
 
     /// One subscriber's ledger (an empty one when it has no events).
