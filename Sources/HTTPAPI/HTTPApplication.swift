@@ -51,6 +51,7 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
                       maximumWait: dependencies.configuration.changesMaximumWait).addRoutes(to: router)
     WebhooksController(store: WebhookStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
     GrantsController(writer: writer, keys: keys).addRoutes(to: router)
+    ErasureController(service: ErasureService(dependencies), keys: keys).addRoutes(to: router)
     AuditController(trail: dependencies.auditTrail, pool: dependencies.pool, keys: keys).addRoutes(to: router)
     return router
 }

@@ -215,3 +215,19 @@ extension SubscriberLedger {
         return (grant.value, grantRevocations[id]?.date)
     }
 }
+
+/// The body of `DELETE /v1/subscribers/{id}`: why the subscriber is erased.
+public struct ErasureRequest: Sendable, Hashable {
+    public var reason: String
+
+    public init(reason: String) { self.reason = reason }
+
+    /// A JSON object with a non-empty `reason`.
+    public static func parse(json data: Data) throws(LedgerError) -> ErasureRequest {
+        let reader = FieldReader(fields: try FieldReader.object(from: data))
+        guard let reason = try reader.text("reason"), !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            throw .missingField("reason", "why the subscriber is erased (kept in the erased event and shown in its history)")
+        }
+        return ErasureRequest(reason: reason)
+    }
+}

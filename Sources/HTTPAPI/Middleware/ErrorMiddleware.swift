@@ -35,7 +35,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try APIError(error).response(from: request, context: context)
         } catch let error as AppStoreAPIError {
             logger.warning("app store server api call failed", metadata: [
-                "http.method": "\(request.method)", "http.path": "\(UntrustedText.escaped(request.uri.path))", "error": "\(error)",
+                "http.method": "\(request.method)", "http.path": "\(LogReference.path(request.uri.path))", "error": "\(error)",
             ])
             return try APIError(error.serviceError).response(from: request, context: context)
         } catch let error as WriteContention {
@@ -65,13 +65,13 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let reason = error.unavailability ?? .connectionLost
             unavailable[reason]?.increment()
             logger.warning("database unavailable for a request", metadata: [
-                "http.method": "\(request.method)", "http.path": "\(UntrustedText.escaped(request.uri.path))", "db.unavailable": "\(reason.rawValue)",
+                "http.method": "\(request.method)", "http.path": "\(LogReference.path(request.uri.path))", "db.unavailable": "\(reason.rawValue)",
                 "error": "\(error)",
             ])
             return try APIError.databaseUnavailable(reason).response(from: request, context: context)
         } catch {
             logger.error("request failed", metadata: [
-                "http.method": "\(request.method)", "http.path": "\(UntrustedText.escaped(request.uri.path))", "error": "\(String(reflecting: error))",
+                "http.method": "\(request.method)", "http.path": "\(LogReference.path(request.uri.path))", "error": "\(String(reflecting: error))",
             ])
             return try APIError(.internalServerError, code: .internalError, message: "the server failed to answer; it has been logged")
                 .response(from: request, context: context)

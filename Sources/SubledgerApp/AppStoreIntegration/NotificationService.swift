@@ -56,7 +56,12 @@ public struct NotificationService: Sendable {
         var row = NotificationRow(facts: facts, signedPayload: signedPayload, subscriberID: subscriberID,
                                   attribution: attribution, status: .acknowledged)
         if facts.facts.isEmpty {
-            try await pool.withConnection { try await NotificationStore.insert(row, ifAbsent: true, on: $0) }
+            row = try await pool.withTransaction { connection in
+                // About an erased subscriber: kept without what names it.
+                let stored = try await Self.isErased(row.subscriberID, on: connection) ? row.erased : row
+                try await NotificationStore.insert(stored, ifAbsent: true, on: connection)
+                return stored
+            }
         } else if let subscriberID {
             row = try await apply(row, for: subscriberID)
         } else {
@@ -76,7 +81,20 @@ public struct NotificationService: Sendable {
         if row.status == .pending || row.status == .applied, let original = facts.originalTransactionID {
             await applyPending(originalTransactionIDs: [facts.environment.ownershipKey(original)])
         }
-        return Receipt(notificationUUID: facts.notificationUUID, status: row.status, duplicate: false, subscriberID: row.subscriberID)
+        return Receipt(notificationUUID: facts.notificationUUID, status: row.status, duplicate: false,
+                       subscriberID: row.error?.code == .erased ? nil : row.subscriberID)
+    }
+
+    /// Whether `subscriberID` names an erased subscriber (a stream without a
+    /// key). While the key exists its row is locked (`FOR KEY SHARE`) until
+    /// the caller's transaction ends, so an erasure waits for what it writes.
+    static func isErased(_ subscriberID: String?, on connection: Connection) async throws -> Bool {
+        guard let subscriberID else { return false }
+        let keyed = try await connection.query(
+            "SELECT 1 FROM subscriber_keys WHERE pseudonym = \(SubscriberPseudonyms.pseudonym(for: subscriberID)) FOR KEY SHARE")
+        guard keyed.isEmpty else { return false }
+        let version = try await connection.query("SELECT version FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))")
+        return try (version.first?.decode(Int64.self, at: 0) ?? 0) > 0
     }
 
     /// The subscriber a notification is about: whoever owns its original
@@ -118,6 +136,11 @@ public struct NotificationService: Sendable {
             _ = try await writer.write(WriteBatch(commands, alongside: { connection in
                 try await NotificationStore.insert(settled, ifAbsent: true, on: connection)
             }))
+        } catch let error as LedgerError where error.code == .erased {
+            // About an erased subscriber: acknowledged, not applied, and kept
+            // without what names it (the payload holds its appAccountToken).
+            row = row.erased
+            try await pool.withConnection { try await NotificationStore.insert(row, ifAbsent: true, on: $0) }
         } catch let error as LedgerError {
             row.error = error
             row.status = error.code == .transactionNotFound ? .pending : .rejected

@@ -1,3 +1,5 @@
+import JSON
+
 /// What a log line says instead of a subscriber id (`subscriber.ref`): the
 /// id is personal data, and log files are kept elsewhere and for longer than
 /// the ledger's rows, so a line names a subscriber by the first 12 hex
@@ -7,5 +9,16 @@
 public enum LogReference {
     public static func subscriber(_ id: String) -> String {
         APIKeys.fingerprint(of: id.utf8)
+    }
+
+    /// A request path as a log line may hold it: the segment naming a
+    /// subscriber (`/v1/subscribers/{id}/…`) replaced by `{id}`, the rest
+    /// escaped (`UntrustedText`).
+    public static func path(_ path: String) -> String {
+        let prefix = "/v1/subscribers/"
+        guard path.hasPrefix(prefix) else { return UntrustedText.escaped(path) }
+        let rest = path.dropFirst(prefix.count)
+        let tail = rest.firstIndex(of: "/").map { rest[$0...] } ?? ""
+        return UntrustedText.escaped(prefix + "{id}" + tail)
     }
 }

@@ -48,8 +48,35 @@ public struct AuditStore: Sendable {
     /// Inserts a batch with one `COPY` in binary form: the server reads
     /// each value as it is stored (no JSON to parse, no casts), which is the
     /// cheapest way to keep pace with every audited read.
+    ///
+    /// An entry names its subscriber by id only while the subscriber has
+    /// its key, and by its pseudonym otherwise (erased, or never written):
+    /// the keys found are locked (`FOR KEY SHARE`) until the batch commits,
+    /// so an erasure, which locks the key row first, waits for the batch and
+    /// then moves its entries to the pseudonym, and a batch after the
+    /// erasure finds no key.
     func insert(_ entries: [AuditTrail.Entry]) async throws {
         guard !entries.isEmpty else { return }
+        let named = Set(entries.compactMap(\.subscriberID))
+        try await pool.withTransaction { connection in
+            var keyed = Set<String>()
+            if !named.isEmpty {
+                let rows = try await connection.query("""
+                    SELECT subscriber_id FROM subscriber_keys
+                    WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(named.map(Self.storable)))::jsonb))
+                    FOR KEY SHARE
+                    """)
+                for row in rows { keyed.insert(try row.decode(String.self, at: 0)) }
+            }
+            try await connection.copy(unsafeSQL: """
+                COPY audit_entries (at, role, key_fingerprint, actor, method, path, subscriber_id, action, status)
+                FROM STDIN WITH (FORMAT binary)
+                """, rows: Self.rows(entries, keyed: keyed))
+        }
+    }
+
+    /// The COPY rows of `entries`; a subscriber not in `keyed` by its pseudonym.
+    static func rows(_ entries: [AuditTrail.Entry], keyed: Set<String>) -> CopyBinaryRows {
         var rows = CopyBinaryRows(reservingCapacity: entries.count * 160)
         for entry in entries {
             rows.beginRow(fields: 9)
@@ -59,16 +86,14 @@ public struct AuditStore: Sendable {
             rows.append(entry.actor.map(Self.storable))
             rows.append(Self.storable(entry.method))
             rows.append(Self.storable(entry.path))
-            rows.append(entry.subscriberID.map(Self.storable))
+            rows.append(entry.subscriberID.map { id in
+                let stored = Self.storable(id)
+                return keyed.contains(stored) ? stored : SubscriberPseudonyms.pseudonym(for: id)
+            })
             rows.append(Self.storable(entry.action))
             rows.append(integer: Int32(clamping: entry.status))
         }
-        try await pool.withConnection { connection in
-            try await connection.copy(unsafeSQL: """
-                COPY audit_entries (at, role, key_fingerprint, actor, method, path, subscriber_id, action, status)
-                FROM STDIN WITH (FORMAT binary)
-                """, rows: rows)
-        }
+        return rows
     }
 
     /// A value `text` can hold: PostgreSQL refuses U+0000, which a refused
@@ -84,7 +109,8 @@ public struct AuditStore: Sendable {
         let rows = try await pool.query("""
             SELECT position, at, role, key_fingerprint, actor, method, path, subscriber_id, action, status
             FROM audit_entries
-            WHERE position > \(after) AND (\(subscriberID)::text IS NULL OR subscriber_id = \(subscriberID)::text)
+            WHERE position > \(after)
+              AND (\(subscriberID)::text IS NULL OR subscriber_id IN (\(subscriberID)::text, \(subscriberID.map(SubscriberPseudonyms.pseudonym(for:)))::text))
             ORDER BY position LIMIT \(limit + 1)
             """)
         let decoded = try rows.map { row in

@@ -42,12 +42,15 @@ public enum SubscriberKeys {
     }
 
     /// The subscribers the pseudonyms name whose keys exist (an erased
-    /// subscriber's pseudonym is absent).
+    /// subscriber's pseudonym is absent), their key rows locked
+    /// (`FOR KEY SHARE`) until the caller's transaction ends, so an erasure
+    /// waits for what the caller writes about them, then moves it.
     public static func entries(_ pseudonyms: some Collection<String>, on connection: Connection) async throws -> [String: Entry] {
         guard !pseudonyms.isEmpty else { return [:] }
         let rows = try await connection.query("""
             SELECT pseudonym, subscriber_id, key FROM subscriber_keys
             WHERE pseudonym = ANY (ARRAY(SELECT jsonb_array_elements_text(\(JSONArgument.strings(Array(pseudonyms)))::jsonb)))
+            FOR KEY SHARE
             """)
         var entries: [String: Entry] = [:]
         entries.reserveCapacity(pseudonyms.count)

@@ -38,6 +38,18 @@ struct NotificationRow: Sendable {
     var attribution: NotificationAttribution
     var status: NotificationStatus
     var error: LedgerError?
+
+    /// The row of a notification about an erased subscriber: not applied
+    /// (`rejected`, code `erased`), under the pseudonym, without the signed
+    /// payload — as the erasure step leaves the rows stored before.
+    var erased: NotificationRow {
+        var row = self
+        row.subscriberID = subscriberID.map(SubscriberPseudonyms.pseudonym(for:))
+        row.signedPayload = ""
+        row.status = .rejected
+        row.error = LedgerError(kind: .gone, code: .erased, message: "The subscriber was erased; the notification is not applied.")
+        return row
+    }
 }
 
 /// An item of Get Notification History that failed verification, as

@@ -35,10 +35,9 @@ extension SubscriberSnapshots {
         return """
             WITH wanted AS (
                      SELECT x.subscriber_id, x.through, coalesce(p.stream_version, 0) AS applied, p.clock
-                     FROM (SELECT CASE WHEN \(resolvingPseudonyms) THEN named.subscriber_id ELSE given.subscriber_id END AS subscriber_id,
-                                  given.through
+                     FROM (SELECT \(unsafeRaw: resolvingPseudonyms ? "named" : "given").subscriber_id, given.through
                            FROM jsonb_to_recordset(\(wanted)::jsonb) AS given(subscriber_id text, through bigint)
-                           LEFT JOIN subscriber_keys named ON \(resolvingPseudonyms) AND named.pseudonym = given.subscriber_id) x
+                           \(unsafeRaw: resolvingPseudonyms ? Self.resolvingJoin : "")) x
                      LEFT JOIN \(unsafeRaw: progressTable) p ON p.subscriber_id = x.subscriber_id
                      WHERE x.subscriber_id IS NOT NULL AND x.through > coalesce(p.stream_version, 0)),
                  snapshot AS (
@@ -56,6 +55,10 @@ extension SubscriberSnapshots {
             ORDER BY w.subscriber_id, e.stream_version
             """
     }
+
+    /// How `replayQuery` resolves pseudonyms: the key rows locked until the
+    /// caller's transaction ends, as in `loadStatement`.
+    private static let resolvingJoin = "JOIN subscriber_keys named ON named.pseudonym = given.subscriber_id FOR KEY SHARE OF named"
 
     /// The replays of `replayQuery`'s rows. A snapshot that cannot be read
     /// is replaced by the whole stream, one extra statement per such subscriber.

@@ -91,7 +91,10 @@ enum SubscriberSnapshots {
     /// stream shorter than the ledger).
     /// `resolvingPseudonyms`: the ids given are streams' pseudonyms,
     /// resolved to subscribers through `subscriber_keys` (an erased
-    /// subscriber's is absent from the answer).
+    /// subscriber's is absent from the answer). The key rows found are
+    /// locked (`FOR KEY SHARE`) until the caller's transaction ends: an
+    /// erasure, which locks its key row first, waits for a projection's batch
+    /// that read the subscriber, then moves the rows it wrote.
     static func loadStatement(_ subscriberIDs: [String], unlessCached probe: CacheProbe?,
                               held: [String: LoadedLedger] = [:], resolvingPseudonyms: Bool = false) -> PostgresQuery {
         let known = PostgresJSON(text: "{" + held.map { JSONArgument.string($0.key) + ":" + String($0.value.version) }
@@ -114,7 +117,7 @@ enum SubscriberSnapshots {
         // runs/s against 26.4k).
         return """
             WITH ids AS (SELECT \(unsafeRaw: resolvingPseudonyms ? "k.subscriber_id FROM subscriber_keys k WHERE k.pseudonym IN (SELECT " : "")\
-            jsonb_array_elements_text(\(JSONArgument.strings(distinct))::jsonb)\(unsafeRaw: resolvingPseudonyms ? "))" : " AS subscriber_id)"),
+            jsonb_array_elements_text(\(JSONArgument.strings(distinct))::jsonb)\(unsafeRaw: resolvingPseudonyms ? ") FOR KEY SHARE)" : " AS subscriber_id)"),
                  wanted AS (SELECT ids.subscriber_id, coalesce((\(known)::jsonb ->> ids.subscriber_id)::bigint, 0) AS known FROM ids)
             SELECT w.subscriber_id, coalesce(sn.stream_version, 0),
                    CASE WHEN e.stream_version IS NULL OR e.stream_version = coalesce(sn.stream_version, 0) + 1
@@ -282,10 +285,15 @@ enum SubscriberSnapshots {
             rows.append("($\(first)::text, $\(first + 1)::bigint, $\(first + 2)::bytea)")
             binds += [ledger.subscriberID, String(ledger.version), ledger.ledger.snapshotData().postgresText]
         }
+        // Only subscribers that have their keys, held until commit: an
+        // erasure (which locks the key row first) waits for this save, then
+        // deletes what it wrote; a save after it stores nothing.
         return PostgresQuery(unsafeSQL: """
+            WITH x(subscriber_id, stream_version, ledger) AS (VALUES \(rows.joined(separator: ", "))),
+                 keyed AS (SELECT k.subscriber_id FROM subscriber_keys k JOIN x USING (subscriber_id) FOR KEY SHARE OF k)
             INSERT INTO subscriber_snapshots AS s (subscriber_id, stream_version, format, ledger)
             SELECT x.subscriber_id, x.stream_version, $2::integer, x.ledger
-            FROM (VALUES \(rows.joined(separator: ", "))) AS x(subscriber_id, stream_version, ledger),
+            FROM x JOIN keyed USING (subscriber_id),
                  (SELECT set_config('synchronous_commit',
                                     CASE WHEN $1::boolean THEN 'off' ELSE current_setting('synchronous_commit') END, true)) AS commit_mode
             ON CONFLICT (subscriber_id) DO UPDATE

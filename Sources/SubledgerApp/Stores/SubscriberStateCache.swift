@@ -26,7 +26,11 @@ enum SubscriberStateCache {
         try await connection.query("""
             INSERT INTO subscriber_state_cache AS c (subscriber_id, stream_version, catalog, valid_from, valid_until, state)
             SELECT \(state.subscriberID), \(version), \(catalog.fingerprint), \(state.at)::timestamptz, \(validUntil)::timestamptz, \(text)
-            FROM (SELECT set_config('synchronous_commit', 'off', true)) AS without_flush_wait
+            FROM (SELECT set_config('synchronous_commit', 'off', true)) AS without_flush_wait,
+                 -- Only while the subscriber has its key, held until commit: an
+                 -- erasure (which locks the key row first) waits for this save,
+                 -- then deletes what it wrote; a save after it stores nothing.
+                 (SELECT 1 FROM subscriber_keys WHERE subscriber_id = \(state.subscriberID) FOR KEY SHARE) AS keyed
             ON CONFLICT (subscriber_id) DO UPDATE
             SET stream_version = EXCLUDED.stream_version, catalog = EXCLUDED.catalog, valid_from = EXCLUDED.valid_from,
                 valid_until = EXCLUDED.valid_until, state = EXCLUDED.state, updated_at = now()
