@@ -26,13 +26,15 @@ struct EventTypeTests {
                               grantedBy: ActorStamp(role: "admin", keyFingerprint: "0123456789ab", actor: "Ann"))),
         .grantRevoked(GrantRevocation(grantID: "g", date: day + 3600, reason: nil,
                                       revokedBy: ActorStamp(role: "admin", keyFingerprint: "0123456789ab"))),
+        .erased(SubscriberErasure(date: day + 7200, reason: "account deleted",
+                                  erasedBy: ActorStamp(role: "admin", keyFingerprint: "0123456789ab", actor: "Ann"), source: "api")),
     ]
 
     @Test func theNamesAreTheContracts() {
         #expect(LedgerEventType.allCases.map(\.rawValue) == [
             "purchased", "renewed", "restored", "refunded", "refund_reversed", "renewal_extended", "expired",
             "auto_renew_changed", "billing_issue", "transferred_out", "transferred_in", "device_seen", "reminder_sent",
-            "reminder_failed", "granted", "grant_revoked",
+            "reminder_failed", "granted", "grant_revoked", "erased",
         ])
     }
 

@@ -13,7 +13,7 @@ import Testing
 
 /// `DELETE /v1/subscribers/{id}` through the router, on a database written
 /// through the router (docs/decisions/0004-erasure-by-crypto-shredding.md;
-/// ../shared/PRODUCT.md, "Support actions and erasure"): afterwards a
+/// docs/api.md, "Erasure"): afterwards a
 /// `pg_dump` of the whole database holds no readable form of the erased
 /// subscriber's id, device ids or `appAccountToken` (plain, in JSON, base64 at
 /// any alignment, once or twice encoded); statistics, listings and another

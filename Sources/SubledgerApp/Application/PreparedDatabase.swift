@@ -26,6 +26,9 @@ public struct PreparedDatabase: Sendable {
             let migrations = try Migrator.load(from: try SQLDirectory.locate(configured: configuration.sqlDirectory))
             let applied = try await Migrator(migrations: migrations, logger: logger).migrate(conninfo: prepared.conninfo)
             if !applied.isEmpty { logger.info("migrations applied", metadata: ["migration.versions": "\(applied)"]) }
+            // Streams written before erasure existed get their pseudonyms and keys (once).
+            let converted = try await PlainStreamConversion.run(conninfo: prepared.conninfo, logger: logger)
+            if converted > 0 { logger.notice("subscriber streams converted for erasure", metadata: ["streams.converted": "\(converted)"]) }
         }
         if prepared.cluster == nil, let collation = await linguisticCollation(conninfo: prepared.conninfo) {
             logger.notice("the database sorts text linguistically; one created with the C collation writes faster", metadata: [

@@ -49,34 +49,37 @@ public struct AuditStore: Sendable {
     /// each value as it is stored (no JSON to parse, no casts), which is the
     /// cheapest way to keep pace with every audited read.
     ///
-    /// An entry names its subscriber by id only while the subscriber has
-    /// its key, and by its pseudonym otherwise (erased, or never written):
-    /// the keys found are locked (`FOR KEY SHARE`) until the batch commits,
-    /// so an erasure, which locks the key row first, waits for the batch and
-    /// then moves its entries to the pseudonym, and a batch after the
-    /// erasure finds no key.
+    /// An entry names an erased subscriber (a stream without a key) by its
+    /// pseudonym. The keys found are locked (`FOR KEY SHARE`) until the
+    /// batch commits, so an erasure, which locks the key row first, waits
+    /// for the batch and then moves its entries to the pseudonym, and a
+    /// batch after the erasure finds no key and the stream.
     func insert(_ entries: [AuditTrail.Entry]) async throws {
         guard !entries.isEmpty else { return }
         let named = Set(entries.compactMap(\.subscriberID))
         try await pool.withTransaction { connection in
-            var keyed = Set<String>()
+            var erased = Set<String>()
             if !named.isEmpty {
-                let rows = try await connection.query("""
-                    SELECT subscriber_id FROM subscriber_keys
-                    WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(named.map(Self.storable)))::jsonb))
-                    FOR KEY SHARE
+                let ids = JSONArgument.strings(named.map(Self.storable))
+                _ = try await connection.query("""
+                    SELECT 1 FROM subscriber_keys WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(ids)::jsonb)) FOR KEY SHARE
                     """)
-                for row in rows { keyed.insert(try row.decode(String.self, at: 0)) }
+                let rows = try await connection.query("""
+                    SELECT x.id FROM jsonb_array_elements_text(\(ids)::jsonb) AS x(id)
+                    WHERE NOT EXISTS (SELECT 1 FROM subscriber_keys k WHERE k.subscriber_id = x.id)
+                      AND EXISTS (SELECT 1 FROM streams s WHERE s.stream_id = \(SubscriberStreams.prefix) || subledger_pseudonym(x.id))
+                    """)
+                for row in rows { erased.insert(try row.decode(String.self, at: 0)) }
             }
             try await connection.copy(unsafeSQL: """
                 COPY audit_entries (at, role, key_fingerprint, actor, method, path, subscriber_id, action, status)
                 FROM STDIN WITH (FORMAT binary)
-                """, rows: Self.rows(entries, keyed: keyed))
+                """, rows: Self.rows(entries, erased: erased))
         }
     }
 
-    /// The COPY rows of `entries`; a subscriber not in `keyed` by its pseudonym.
-    static func rows(_ entries: [AuditTrail.Entry], keyed: Set<String>) -> CopyBinaryRows {
+    /// The COPY rows of `entries`; a subscriber in `erased` by its pseudonym.
+    static func rows(_ entries: [AuditTrail.Entry], erased: Set<String>) -> CopyBinaryRows {
         var rows = CopyBinaryRows(reservingCapacity: entries.count * 160)
         for entry in entries {
             rows.beginRow(fields: 9)
@@ -88,7 +91,7 @@ public struct AuditStore: Sendable {
             rows.append(Self.storable(entry.path))
             rows.append(entry.subscriberID.map { id in
                 let stored = Self.storable(id)
-                return keyed.contains(stored) ? stored : SubscriberPseudonyms.pseudonym(for: id)
+                return erased.contains(stored) ? SubscriberPseudonyms.pseudonym(for: stored) : stored
             })
             rows.append(Self.storable(entry.action))
             rows.append(integer: Int32(clamping: entry.status))

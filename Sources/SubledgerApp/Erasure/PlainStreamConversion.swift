@@ -1,0 +1,87 @@
+import EventStore
+import Foundation
+import Ledger
+import Logging
+import Postgres
+
+/// Converts the streams written before erasure existed (`subscriber-<id>`,
+/// personal fields and idempotency keys as sent) to what the service writes
+/// now: the pseudonymous stream, a key per subscriber, personal fields
+/// sealed and idempotency keys digested with it
+/// (docs/decisions/0004-erasure-by-crypto-shredding.md, "Existing databases").
+///
+/// A one-time change of the log's format, made when the database is
+/// prepared, before any instance serves: every starting instance takes the
+/// conversion's lock and waits while another converts, so none reads a
+/// database half converted. Positions, stream versions, event ids and commit
+/// transaction ids stay, so consumer checkpoints stay valid; tables derived
+/// from the log are keyed by subscriber id and stay as they are.
+public enum PlainStreamConversion {
+    /// A converted stream's id: the prefix, `ps-` and 64 hexadecimal digits.
+    static let convertedPattern = "^subscriber-ps-[0-9a-f]{64}$"
+
+    /// Converts every plain subscriber stream, `batch` streams a
+    /// transaction; returns how many.
+    @discardableResult
+    public static func run(conninfo: String, batch: Int = 200, logger: Logger) async throws -> Int {
+        let connection = try await Connection.connect(to: conninfo)
+        defer { connection.close() }
+        try await connection.query("SELECT pg_advisory_lock(hashtextextended('subledger:plain-stream-conversion', 0))")
+        do {
+            var converted = 0
+            while true {
+                let streams = try await connection.query("""
+                    SELECT stream_id FROM streams
+                    WHERE starts_with(stream_id, \(SubscriberStreams.prefix)) AND stream_id !~ \(convertedPattern)
+                    ORDER BY stream_id LIMIT \(batch)
+                    """).map { try $0.decode(String.self, at: 0) }
+                guard !streams.isEmpty else { break }
+                try await connection.withTransaction { connection in
+                    for streamID in streams { try await convert(streamID, on: connection) }
+                }
+                converted += streams.count
+                logger.info("subscriber streams converted to pseudonyms", metadata: ["streams.converted": "\(converted)"])
+            }
+            try await connection.query("SELECT pg_advisory_unlock(hashtextextended('subledger:plain-stream-conversion', 0))")
+            return converted
+        } catch {
+            // A broken connection ends its session and the lock with it.
+            _ = try? await connection.query("SELECT pg_advisory_unlock(hashtextextended('subledger:plain-stream-conversion', 0))")
+            throw error
+        }
+    }
+
+    /// One stream, on `connection` (in the caller's transaction).
+    static func convert(_ streamID: String, on connection: Connection) async throws {
+        let subscriberID = String(streamID.dropFirst(SubscriberStreams.prefix.count))
+        let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
+        let converted = SubscriberStreams.prefix + pseudonym
+        let key = try await SubscriberKeys.key(for: subscriberID, on: connection)
+        struct Row: Encodable {
+            var position: Int64
+            var data: String
+            var idempotency_key: String?
+        }
+        var rows: [Row] = []
+        let scope = subscriberID + "\u{1F}"
+        for event in try await EventStore.readStream(streamID, on: connection) {
+            var data = event.data
+            // A type this build does not know has no personal fields it knows of: kept as stored.
+            if let decoded = try? LedgerEvent.decodeFast(type: event.type, schemaVersion: event.schemaVersion, data: event.data),
+               decoded.hasPersonalFields {
+                data = try key.sealingPersonalFields(of: decoded, pseudonym: pseudonym).encodedData()
+            }
+            let ledgerKey = event.idempotencyKey.map { $0.hasPrefix(scope) ? String($0.dropFirst(scope.count)) : $0 }
+            rows.append(Row(position: event.position, data: String(decoding: data, as: UTF8.self),
+                            idempotency_key: ledgerKey.map { SubscriberStreams.storeKey(pseudonym: pseudonym, key: key, ledgerKey: $0) }))
+        }
+        let values = PostgresJSON(data: try JSONEncoder().encode(rows))
+        try await connection.query("""
+            UPDATE events AS e SET stream_id = \(converted), data = x.data::jsonb, idempotency_key = x.idempotency_key
+            FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, idempotency_key text)
+            WHERE e.position = x.position
+            """)
+        try await connection.query("UPDATE streams SET stream_id = \(converted) WHERE stream_id = \(streamID)")
+        try await connection.query("UPDATE consumer_parked_events SET stream_id = \(converted) WHERE stream_id = \(streamID)")
+    }
+}

@@ -1,0 +1,108 @@
+import EventStore
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Ledger
+@testable import Postgres
+@testable import SubledgerApp
+import TestSupport
+import Testing
+
+/// A database written before erasure existed (streams `subscriber-<id>`,
+/// personal fields and idempotency keys stored as sent) is converted when
+/// it is prepared: every subscriber reads as before, retried facts are still
+/// duplicates, nothing personal is left readable in the log, and a converted
+/// subscriber can be erased.
+@Suite struct PlainStreamConversionTests {
+    @Test func aPlainDatabaseReadsTheSameAfterConversionAndCanBeErased() async throws {
+        try await withApp { client, dependencies in
+            let subscribers = (0..<6).map { "old-\($0)-" + UUID().uuidString.lowercased() }
+            // Transaction ids are the store's, not derived from subscribers.
+            let run = UInt32.random(in: 0...UInt32.max)
+            for (index, subscriber) in subscribers.enumerated() {
+                for month in 0..<3 {
+                    #expect(try await client.post("/v1/subscribers/\(subscriber)/events", purchaseJSON(
+                        "t-\(run)-\(index)-\(month)", product: "com.example.pass.30d",
+                        at: "2025-0\(month + 1)-01T00:00:00Z", device: "device-\(month)-\(subscriber)")).status == .created)
+                }
+            }
+            // A restore moving a purchase to another subscriber: a transfer naming both.
+            let restore = """
+                {"deviceId": "ipad-\(subscribers[1])", "transactions": [{"transactionId": "t-\(run)-0-0",
+                 "originalTransactionId": "t-\(run)-0-0", "productId": "com.example.pass.30d", "purchaseDate": "2025-01-01T00:00:00Z"}]}
+                """
+            #expect(try await client.post("/v1/subscribers/\(subscribers[1])/restore", restore).status == .ok)
+            func reads() async throws -> [String] {
+                var texts: [String] = []
+                for subscriber in subscribers {
+                    texts.append(try await client.get("/v1/subscribers/\(subscriber)?at=2025-02-15T00:00:00Z", key: Keys.support).text)
+                    texts.append(try await client.get("/v1/subscribers/\(subscriber)/history", key: Keys.support).text)
+                }
+                return texts
+            }
+            let before = try await reads()
+            let positions = try await dependencies.pool.query("SELECT position, stream_version, event_id FROM events ORDER BY position")
+                .map { "\(try $0.decode(Int64.self, at: 0)) \(try $0.decode(Int64.self, at: 1)) \(try $0.decode(String.self, at: 2))" }
+
+            try await Self.writeAsBeforeErasureExisted(dependencies)
+            let plain = try await dependencies.pool.query("SELECT data::text FROM events").map { try $0.decode(String.self, at: 0) }
+            #expect(plain.contains { $0.contains("device-0-\(subscribers[0])") }, "the log is in the plain format before")
+            dependencies.ledgers.forget(subscribers)
+
+            let converted = try await PlainStreamConversion.run(conninfo: dependencies.pool.configuration.conninfo, batch: 4,
+                                                                logger: dependencies.logger)
+            #expect(converted == subscribers.count)
+            #expect(try await PlainStreamConversion.run(conninfo: dependencies.pool.configuration.conninfo, logger: dependencies.logger) == 0,
+                    "a second run finds nothing to convert")
+
+            #expect(try await reads() == before)
+            #expect(try await dependencies.pool.query("SELECT position, stream_version, event_id FROM events ORDER BY position")
+                .map { "\(try $0.decode(Int64.self, at: 0)) \(try $0.decode(Int64.self, at: 1)) \(try $0.decode(String.self, at: 2))" } == positions,
+                    "positions, versions and event ids stay")
+            let log = try await dependencies.pool.query("SELECT stream_id || ' ' || data::text || ' ' || coalesce(idempotency_key, '') FROM events")
+                .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+            for subscriber in subscribers {
+                #expect(PersonalDataScan(subscriber).matches(in: log).isEmpty, "\(subscriber) is still readable in the log")
+            }
+            // A retried fact is a duplicate of the converted one.
+            let retried = try await client.post("/v1/subscribers/\(subscribers[2])/events", purchaseJSON(
+                "t-\(run)-2-1", product: "com.example.pass.30d", at: "2025-02-01T00:00:00Z", device: "device-1-\(subscribers[2])"))
+            #expect(retried.status == .ok && retried.json["duplicate"]?.bool == true, "\(retried.text)")
+            // A converted subscriber is erased like any other.
+            var headers: HTTPFields = Keys.bearer(Keys.admin)
+            headers[.contentType] = "application/json"
+            let erased = try await client.execute(uri: "/v1/subscribers/\(subscribers[3])", method: .delete, headers: headers,
+                                                  body: ByteBuffer(string: #"{"reason": "converted, then erased"}"#))
+            #expect(erased.status == .ok, "\(erased.text)")
+            #expect(try await client.get("/v1/subscribers/\(subscribers[3])", key: Keys.support).error.code == "erased")
+        }
+    }
+
+    /// Rewrites every subscriber stream as the service wrote it before
+    /// erasure existed: the stream named by the id, personal fields opened,
+    /// idempotency keys `<id> US <ledger key>`, no subscriber keys.
+    static func writeAsBeforeErasureExisted(_ dependencies: AppDependencies) async throws {
+        try await dependencies.pool.withTransaction { connection in
+            let keys = try await connection.query("SELECT subscriber_id FROM subscriber_keys").map { try $0.decode(String.self, at: 0) }
+            for subscriberID in keys {
+                let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
+                let key = try #require(try await SubscriberKeys.existingKey(for: subscriberID, on: connection))
+                for event in try await EventStore.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection) {
+                    let decoded = try LedgerEvent.decodeFast(type: event.type, schemaVersion: event.schemaVersion, data: event.data)
+                    let opened = try key.openingPersonalFields(of: decoded, pseudonym: pseudonym)
+                    let data = decoded.hasPersonalFields ? String(decoding: try opened.encodedData(), as: UTF8.self)
+                        : String(decoding: event.data, as: UTF8.self)
+                    try await connection.query("""
+                        UPDATE events SET stream_id = \("subscriber-" + subscriberID), data = \(data)::jsonb,
+                                          idempotency_key = \(opened.idempotencyKey.map { subscriberID + "\u{1F}" + $0 })
+                        WHERE position = \(event.position)
+                        """)
+                }
+                try await connection.query("""
+                    UPDATE streams SET stream_id = \("subscriber-" + subscriberID) WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))
+                    """)
+            }
+            try await connection.query("DELETE FROM subscriber_keys")
+        }
+    }
+}
