@@ -3,12 +3,13 @@ every call, grants and revocations (admin keys only, with a reason and a
 confirmation), the audit of the subscriber viewed, and erasure behind a
 typed confirmation."""
 
+import os
 import urllib.parse
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from conftest import ADMIN_KEY, SUPPORT_KEY, api, days, iso, record
+from conftest import ADMIN_KEY, SCREENSHOTS, SUPPORT_KEY, api, days, iso, record
 
 
 def audit_of(subscriber):
@@ -106,3 +107,53 @@ def test_an_admin_grants_and_revokes_with_a_reason_and_a_confirmation(console, f
     assert ("grant", "Ann Admin", 201) in actions and ("revoke_grant", "Ann Admin", 200) in actions
     assert ADMIN_KEY not in console.driver.page_source
     console.screenshot("audit-desktop.png", 1280)
+
+
+def test_erasure_needs_a_reason_and_the_subscriber_id_typed_and_erases(console, facts):
+    """Erasure itself (DELETE /v1/subscribers/{id}) comes with the service's
+    crypto-shredding; on a server without it the last part of this test fails."""
+    subscriber = "console-erasable"
+    record(subscriber, {"type": "purchase", "transactionId": "console-erasable-1", "productId": "com.example.level2",
+                        "purchaseDate": iso(days(-2)), "deviceId": "erasable-phone"})
+    console.signed_in(ADMIN_KEY, name="Ann Admin")
+    console.open_subscriber(subscriber)
+    card = console.visible("#erasure")
+    assert "permanent" in card.text and "cannot be undone" in card.text
+    button = console.find("#erase-submit")
+    assert button.get_attribute("disabled") is not None
+
+    # The id typed exactly, but no reason: still disabled.
+    console.find("#erase-typed").send_keys(subscriber)
+    assert console.find("#erase-submit").get_attribute("disabled") is not None
+    console.find("#erase-typed").clear()
+    # A reason, and the id one letter short, or with other case: disabled.
+    console.find("#erase-reason").send_keys("Account deleted by the user")
+    console.find("#erase-typed").send_keys(subscriber[:-1])
+    assert console.find("#erase-submit").get_attribute("disabled") is not None
+    console.find("#erase-typed").clear()
+    console.find("#erase-typed").send_keys(subscriber.upper())
+    assert console.find("#erase-submit").get_attribute("disabled") is not None
+    console.find("#erase-typed").clear()
+    console.find("#erase-typed").send_keys(subscriber)
+    assert console.find("#erase-submit").get_attribute("disabled") is None
+    # Nothing was sent so far.
+    status, body = api("GET", "/v1/subscribers/" + subscriber, key=SUPPORT_KEY)
+    assert status == 200, body
+    console.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", card)
+    card.screenshot(os.path.join(SCREENSHOTS, "erasure-card.png"))
+
+    console.find("#erase-submit").click()
+    console.wait(30).until(lambda _: console.find_all("#subscriber-erased")
+                           or (console.find_all("#erase-error") and console.find("#erase-error").text))
+    errors = console.find_all("#erase-error")
+    assert console.find_all("#subscriber-erased"), errors[0].text if errors else "no message"
+    assert "was erased" in console.find("#page-message").text
+    assert console.find_all("#erasure") == [] and console.find_all("#grant-form") == []
+    status, body = api("GET", "/v1/subscribers/" + subscriber, key=SUPPORT_KEY)
+    assert status == 404 and body["error"]["code"] == "erased", body
+
+    # Opened again later, the page says it was erased.
+    console.driver.get(console.driver.current_url.split("#")[0] + "#/subscriber?id=" + subscriber)
+    console.driver.refresh()
+    console.visible("#subscriber-erased")
+    assert "erased" in console.find("#subscriber-erased").text

@@ -6,7 +6,7 @@ import { ApiError, get, getIfAvailable } from './api.js';
 import {
   badge, failure, formatTime, h, rawJSON, replace, section, subscriberHref, table, time, unavailable,
 } from './dom.js';
-import { auditCard, grantsCard } from './support.js';
+import { auditCard, erasureCard, grantsCard } from './support.js';
 import { renderTimeline, timelineModel } from './timeline.js';
 
 /** "2026-12-15T00:00:00" (what a datetime-local input holds, in UTC). */
@@ -61,7 +61,10 @@ export async function renderSubscriber(main, params, context, notice = null) {
   if (state.status === 'rejected') {
     const error = state.reason;
     let content = failure(error);
-    if (error instanceof ApiError && error.status === 404) {
+    if (error instanceof ApiError && error.code === 'erased') {
+      content = h('p', { class: 'error', role: 'alert', id: 'subscriber-erased' },
+        `Subscriber "${id}" was erased: nothing about it can be shown, and new facts for this id are refused.`);
+    } else if (error instanceof ApiError && error.status === 404) {
       content = h('p', { class: 'error', role: 'alert' }, `No subscriber "${id}" is recorded: no facts were ever stored for this id.`);
     }
     replace(body, content);
@@ -89,7 +92,8 @@ export async function renderSubscriber(main, params, context, notice = null) {
     notificationsCard(notifications),
     grantsCard(id, events, entitlementIDs(current, explanation), reload),
     historyCard(history),
-    await auditCard(id));
+    await auditCard(id),
+    erasureCard(id, reload));
 }
 
 /** Every entitlement of the catalog: those explained and those never granted. */

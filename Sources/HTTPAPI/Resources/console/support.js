@@ -1,6 +1,7 @@
 // Support actions on one subscriber (admin keys only): grant an entitlement
-// for a while, revoke a grant, and read who looked at the subscriber (the
-// audit). Every action asks for a reason and a confirmation.
+// for a while, revoke a grant, read who looked at the subscriber (the audit),
+// and erase the subscriber. Every action asks for a reason and a
+// confirmation; erasure asks for the subscriber id to be typed.
 
 import { ApiError, get, send, session } from './api.js';
 import { badge, failure, formatTime, h, replace, section, table, time } from './dom.js';
@@ -182,4 +183,51 @@ export async function auditCard(id) {
       { label: 'Action', cell: (row) => h('span', { class: 'mono' }, row.action) },
       { label: 'Status', cell: (row) => badge(String(row.status), row.status < 400 ? 'ok' : 'bad') },
     ], latest, { empty: 'Nobody has looked at this subscriber yet.', caption: 'Audit', rowClass: () => 'audit-entry' }));
+}
+
+/**
+ * Erasure behind a typed confirmation (admin keys only): a reason, then the
+ * subscriber id typed exactly; only then is the button enabled.
+ */
+export function erasureCard(id, reload) {
+  if (session.role !== 'admin') return null;
+  const reason = h('textarea', { id: 'erase-reason', name: 'reason', rows: '2', maxlength: '1000', required: true });
+  const typed = h('input', {
+    id: 'erase-typed', name: 'typed', type: 'text', autocomplete: 'off', spellcheck: 'false', required: true,
+    'aria-describedby': 'erase-typed-help',
+  });
+  const error = h('p', { class: 'field-error', id: 'erase-error', role: 'alert' });
+  const button = h('button', { type: 'submit', class: 'danger', id: 'erase-submit', disabled: true }, 'Erase this subscriber for good');
+  const ready = () => typed.value === id && reason.value.trim() !== '';
+  const check = () => { button.disabled = !ready(); };
+  typed.addEventListener('input', check);
+  reason.addEventListener('input', check);
+  const form = h('form', {
+    class: 'action-form', id: 'erase-form',
+    onsubmit: async (event) => {
+      event.preventDefault();
+      if (!ready()) return;
+      button.disabled = true;
+      error.textContent = '';
+      try {
+        await send('DELETE', `/v1/subscribers/${encodeURIComponent(id)}`, { reason: reason.value.trim() });
+        reload(`Subscriber ${id} was erased.`);
+      } catch (failed) {
+        error.textContent = failed instanceof ApiError && failed.isUnavailable
+          ? 'This server cannot erase subscribers yet.'
+          : failed.message;
+        check();
+      }
+    },
+  },
+  h('p', { id: 'erase-explanation' },
+    h('strong', {}, 'Erasure is permanent and cannot be undone. '),
+    'The subscriber\u2019s personal data (its id, device ids and account token) becomes unreadable everywhere in the ledger; ',
+    'afterwards this page, its history and its state answer only that it was erased, and new facts for this id are refused. ',
+    'Counts across subscribers keep their numbers; the audit keeps its entries under a pseudonym.'),
+  field('erase-reason', 'Reason (required)', reason),
+  field('erase-typed', 'Type the subscriber id to confirm', typed, ['Type ', h('span', { class: 'mono' }, id), ' exactly.']),
+  h('div', { class: 'buttons' }, button),
+  error);
+  return section('Erase subscriber', { id: 'erasure' }, form);
 }
