@@ -16,8 +16,16 @@ extension Connection {
             await rollbackQuietly()
             throw error
         }
-        try await run(ignoringCancellation: true) { handle throws(PostgresError) in
-            _ = try Connection.execute("COMMIT", on: handle)
+        do {
+            try await run(ignoringCancellation: true) { handle throws(PostgresError) in
+                _ = try Connection.execute("COMMIT", on: handle)
+            }
+        } catch {
+            // A COMMIT the server cancelled before it ran (a statement
+            // timeout) leaves the transaction open and aborted: end it, or
+            // the connection goes back to the pool refusing every statement.
+            await rollbackQuietly()
+            throw error
         }
         return value
     }

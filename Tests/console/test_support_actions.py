@@ -110,8 +110,9 @@ def test_an_admin_grants_and_revokes_with_a_reason_and_a_confirmation(console, f
 
 
 def test_erasure_needs_a_reason_and_the_subscriber_id_typed_and_erases(console, facts):
-    """Erasure itself (DELETE /v1/subscribers/{id}) comes with the service's
-    crypto-shredding; on a server without it the last part of this test fails."""
+    """The erase card sends DELETE /v1/subscribers/{id} only with a reason and
+    the id typed exactly; afterwards the page and the API say the subscriber
+    was erased."""
     subscriber = "console-erasable"
     record(subscriber, {"type": "purchase", "transactionId": "console-erasable-1", "productId": "com.example.level2",
                         "purchaseDate": iso(days(-2)), "deviceId": "erasable-phone"})
