@@ -53,6 +53,14 @@ import Testing
                 {"deviceId": "watch-\(erased)", "transactions": [{"transactionId": "a-pass-\(run)", "originalTransactionId": "a-pass-\(run)",
                  "productId": "com.example.pass.30d", "purchaseDate": "2025-02-01T00:00:00Z"}]}
                 """).status == .ok)
+            // The other subscriber restores one of the erased subscriber's purchases:
+            // a transfer, whose events and changes name both.
+            #expect(try await client.post("/v1/subscribers/\(other)/restore", """
+                {"transactions": [{"transactionId": "a-pass-\(run)", "originalTransactionId": "a-pass-\(run)",
+                 "productId": "com.example.pass.30d", "purchaseDate": "2025-02-01T00:00:00Z"}]}
+                """).status == .ok)
+            let transferredIn = try await client.get("/v1/subscribers/\(other)/history", key: Keys.support).text
+            #expect(transferredIn.contains("\"fromSubscriberId\":\"\(erased)\""), "the other party is named by its id while it exists")
             // A support grant, and an App Store subscription carrying the token.
             #expect(try await client.post("/v1/subscribers/\(erased)/grants", #"{"entitlement": "pro", "duration": "P30D", "reason": "apology"}"#,
                                           key: Keys.admin).status == .created)
@@ -91,7 +99,9 @@ import Testing
                 texts.append(try await client.get("/v1/stats/active?from=2025-01-01T00:00:00Z&to=2025-04-01T00:00:00Z&interval=week",
                                                   key: Keys.support).text)
                 texts.append(try await client.get("/v1/subscribers/\(other)?at=2025-02-20T00:00:00Z", key: Keys.support).text)
-                texts.append(try await client.get("/v1/subscribers/\(other)/history", key: Keys.support).text)
+                // The other party of the transfer reads as the id, then as the pseudonym.
+                texts.append(try await client.get("/v1/subscribers/\(other)/history", key: Keys.support).text
+                    .replacingOccurrences(of: erased, with: "<erased>").replacingOccurrences(of: pseudonym, with: "<erased>"))
                 // Listings order by subscriber id: compared as sets of rows, the erased one named alike.
                 let listing = try await client.get("/v1/subscriptions?limit=100", key: Keys.support).json
                 texts.append((listing["subscriptions"]?.array ?? []).map { row in
@@ -103,6 +113,8 @@ import Testing
                 texts.append("notifications: \((notifications["notifications"]?.array.count ?? -1))")
                 let changes = try await client.get("/v1/changes?limit=500", key: Keys.support).json
                 texts.append("changes: \((changes["changes"]?.array.count ?? -1))")
+                texts.append(try await client.get("/v1/changes?subscriberId=\(other)&limit=500", key: Keys.support).text
+                    .replacingOccurrences(of: erased, with: "<erased>").replacingOccurrences(of: pseudonym, with: "<erased>"))
                 return texts
             }
             let expected = try await observed()
@@ -136,6 +148,11 @@ import Testing
             #expect(try await client.get("/v1/subscribers/\(erased)", key: Keys.support).status == .notFound)
             try await projectAll()
 
+            // The other party's history and changes name the erased one by its pseudonym only.
+            for read in ["/v1/subscribers/\(other)/history", "/v1/changes?subscriberId=\(other)&limit=500"] {
+                let text = try await client.get(read, key: Keys.support).text
+                #expect(!text.contains(erased) && text.contains(pseudonym), "\(read) names the erased subscriber")
+            }
             let after = try await observed()
             #expect(after.count == expected.count)
             for (now, then) in zip(after, expected) { #expect(now == then) }

@@ -80,7 +80,8 @@ import Testing
 
     /// Rewrites every subscriber stream as the service wrote it before
     /// erasure existed: the stream named by the id, personal fields opened,
-    /// idempotency keys `<id> US <ledger key>`, no subscriber keys.
+    /// idempotency keys `<id> US <ledger key>`, a transfer's other party by
+    /// its id, no subscriber keys.
     static func writeAsBeforeErasureExisted(_ dependencies: AppDependencies) async throws {
         try await dependencies.pool.withTransaction { connection in
             let keys = try await connection.query("SELECT subscriber_id FROM subscriber_keys").map { try $0.decode(String.self, at: 0) }
@@ -89,7 +90,9 @@ import Testing
                 let key = try #require(try await SubscriberKeys.existingKey(for: subscriberID, on: connection))
                 for event in try await EventStore.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection) {
                     let decoded = try LedgerEvent.decodeFast(type: event.type, schemaVersion: event.schemaVersion, data: event.data)
-                    let opened = try key.openingPersonalFields(of: decoded, pseudonym: pseudonym)
+                    let recorded = RecordedLedgerEvent(position: event.position, recordedAt: event.recordedAt,
+                                                       event: try key.openingPersonalFields(of: decoded, pseudonym: pseudonym))
+                    let opened = try await SubscriberStreams.resolvingCounterparts([recorded], on: connection)[0].event
                     let data = decoded.hasPersonalFields ? String(decoding: try opened.encodedData(), as: UTF8.self)
                         : String(decoding: event.data, as: UTF8.self)
                     try await connection.query("""

@@ -1,3 +1,5 @@
+import EventStore
+import Foundation
 import Postgres
 
 extension ChangeRows {
@@ -23,5 +25,36 @@ extension ChangeRows {
             UPDATE change_subscribers SET subscriber_id = \(pseudonym), next_transition_at = NULL WHERE subscriber_id = \(subscriberID)
             """)
         try await connection.query("UPDATE webhook_deliveries SET subscriber_id = \(pseudonym) WHERE subscriber_id = \(subscriberID)")
+        // The other party of each transfer published the erased id in its own
+        // transfer changes (`fromSubscriberId` / `toSubscriberId`): those name the pseudonym now.
+        let counterparts = try await transferCounterparts(of: subscriberID, on: connection)
+        guard !counterparts.isEmpty else { return }
+        try await connection.query("""
+            UPDATE changes
+            SET body = replace(body::text, to_jsonb(\(subscriberID)::text)::text, to_jsonb(\(pseudonym)::text)::text)::jsonb
+            WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(counterparts))::jsonb))
+              AND type IN ('transferred_in', 'transferred_out')
+            """)
+    }
+
+    /// The subscribers the erased one's transfers name (by id: their
+    /// pseudonyms resolved while their keys exist), read with its key
+    /// before the erasure destroys it.
+    static func transferCounterparts(of subscriberID: String, on connection: Connection) async throws -> [String] {
+        let history = try SubscriberHistory(
+            subscriberID: subscriberID,
+            stored: try await EventStore.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection),
+            key: try await SubscriberKeys.existingKey(for: subscriberID, on: connection))
+        let events = try await SubscriberStreams.resolvingCounterparts(history.events, on: connection)
+        var counterparts = Set<String>()
+        for recorded in events {
+            switch recorded.event {
+            case .transferredOut(let transfer): counterparts.insert(transfer.toSubscriberID)
+            case .transferredIn(let transfer): counterparts.insert(transfer.fromSubscriberID)
+            default: break
+            }
+        }
+        counterparts.remove(subscriberID)
+        return counterparts.sorted()
     }
 }

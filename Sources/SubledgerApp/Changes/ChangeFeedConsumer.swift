@@ -49,7 +49,9 @@ public struct ChangeFeedConsumer: EventConsumer {
         for subscriberID in order {
             guard let replay = replays[subscriberID] else { continue }
             var fold = ChangeFold(ledger: replay.ledger, progress: progress[subscriberID], catalog: catalog)
-            for (version, event) in replay.events {
+            // A transfer's other party by its id (its pseudonym once erased).
+            let resolved = try await SubscriberStreams.resolvingCounterparts(replay.events.map(\.event), on: connection)
+            for ((version, _), event) in zip(replay.events, resolved) {
                 guard version > fold.version else {
                     fold.ledger.apply(event)
                     continue

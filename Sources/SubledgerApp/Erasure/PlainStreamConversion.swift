@@ -69,7 +69,8 @@ public enum PlainStreamConversion {
             // A type this build does not know has no personal fields it knows of: kept as stored.
             if let decoded = try? LedgerEvent.decodeFast(type: event.type, schemaVersion: event.schemaVersion, data: event.data),
                decoded.hasPersonalFields {
-                data = try key.sealingPersonalFields(of: decoded, pseudonym: pseudonym).encodedData()
+                data = try key.sealingPersonalFields(of: SubscriberStreams.namingCounterpartByPseudonym(decoded, in: subscriberID),
+                                                     pseudonym: pseudonym).encodedData()
             }
             let ledgerKey = event.idempotencyKey.map { $0.hasPrefix(scope) ? String($0.dropFirst(scope.count)) : $0 }
             rows.append(Row(position: event.position, data: String(decoding: data, as: UTF8.self),

@@ -34,10 +34,67 @@ public enum SubscriberStreams {
     package static func newEvents(_ events: [LedgerEvent], subscriberID: String, key: SubscriberKey, source: String) throws -> [NewEvent] {
         let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
         return try events.map { event in
-            let sealed = event.hasPersonalFields ? try key.sealingPersonalFields(of: event, pseudonym: pseudonym) : event
+            let sealed = event.hasPersonalFields
+                ? try key.sealingPersonalFields(of: namingCounterpartByPseudonym(event, in: subscriberID), pseudonym: pseudonym) : event
             return NewEvent(type: event.type, schemaVersion: event.schemaVersion, data: try sealed.encodedData(),
                             metadata: EventMetadata(source: event.source ?? source),
                             idempotencyKey: event.idempotencyKey.map { storeKey(pseudonym: pseudonym, key: key, ledgerKey: $0) })
+        }
+    }
+
+    /// A transfer as stored in one party's stream names the other party by
+    /// the other's pseudonym (then sealed like every personal field): this
+    /// stream's key outlives the other's erasure, and must not open the
+    /// other's id then. Reads show the id again while the other's key
+    /// exists (`resolvingCounterparts`).
+    static func namingCounterpartByPseudonym(_ event: LedgerEvent, in subscriberID: String) -> LedgerEvent {
+        switch event {
+        case .transferredOut(var transfer) where transfer.fromSubscriberID == subscriberID
+                                                  && !SubscriberPseudonyms.isPseudonym(transfer.toSubscriberID):
+            transfer.toSubscriberID = SubscriberPseudonyms.pseudonym(for: transfer.toSubscriberID)
+            return .transferredOut(transfer)
+        case .transferredIn(var transfer) where transfer.toSubscriberID == subscriberID
+                                                && !SubscriberPseudonyms.isPseudonym(transfer.fromSubscriberID):
+            transfer.fromSubscriberID = SubscriberPseudonyms.pseudonym(for: transfer.fromSubscriberID)
+            return .transferredIn(transfer)
+        default:
+            return event
+        }
+    }
+
+    /// The events with each transfer's other party named by its id while
+    /// that subscriber's key exists, by its pseudonym once it is erased.
+    /// One query, and only when a transfer names a pseudonym.
+    package static func resolvingCounterparts(_ events: [RecordedLedgerEvent], on connection: Connection) async throws -> [RecordedLedgerEvent] {
+        var pseudonyms = Set<String>()
+        for recorded in events {
+            switch recorded.event {
+            case .transferredOut(let transfer) where SubscriberPseudonyms.isPseudonym(transfer.toSubscriberID):
+                pseudonyms.insert(transfer.toSubscriberID)
+            case .transferredIn(let transfer) where SubscriberPseudonyms.isPseudonym(transfer.fromSubscriberID):
+                pseudonyms.insert(transfer.fromSubscriberID)
+            default: break
+            }
+        }
+        guard !pseudonyms.isEmpty else { return events }
+        let rows = try await connection.query("""
+            SELECT pseudonym, subscriber_id FROM subscriber_keys
+            WHERE pseudonym IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(Array(pseudonyms)))::jsonb))
+            """)
+        var ids: [String: String] = [:]
+        for row in rows { ids[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1) }
+        return events.map { recorded in
+            var resolved = recorded
+            switch recorded.event {
+            case .transferredOut(var transfer):
+                if let id = ids[transfer.toSubscriberID] { transfer.toSubscriberID = id }
+                resolved.event = .transferredOut(transfer)
+            case .transferredIn(var transfer):
+                if let id = ids[transfer.fromSubscriberID] { transfer.fromSubscriberID = id }
+                resolved.event = .transferredIn(transfer)
+            default: break
+            }
+            return resolved
         }
     }
 
@@ -121,9 +178,11 @@ struct SubscriberHistory: Sendable {
         try await store.pool.withConnection { connection in
             try await connection.withTransaction(isolation: .repeatableRead) { connection in
                 let key = try await SubscriberKeys.existingKey(for: subscriberID, on: connection)
-                return try SubscriberHistory(subscriberID: subscriberID,
-                                             stored: try await store.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection),
-                                             key: key)
+                var history = try SubscriberHistory(subscriberID: subscriberID,
+                                                    stored: try await store.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection),
+                                                    key: key)
+                history.events = try await SubscriberStreams.resolvingCounterparts(history.events, on: connection)
+                return history
             }
         }
     }
