@@ -28,15 +28,20 @@ extension SubscriberSnapshots {
     static func replayQuery(_ through: [(subscriberID: String, through: Int64)], progressTable: String,
                             resolvingPseudonyms: Bool = false) throws -> PostgresQuery {
         struct Wanted: Encodable {
-            var subscriber_id: String
+            var subscriber_id: String?
+            var pseudonym: String
             var through: Int64
         }
-        let wanted = PostgresJSON(data: try JSONEncoder().encode(through.map { Wanted(subscriber_id: $0.subscriberID, through: $0.through) }))
+        // Pseudonyms computed here rather than by the server for each row.
+        let wanted = PostgresJSON(data: try JSONEncoder().encode(through.map {
+            resolvingPseudonyms ? Wanted(subscriber_id: nil, pseudonym: $0.subscriberID, through: $0.through)
+                : Wanted(subscriber_id: $0.subscriberID, pseudonym: SubscriberPseudonyms.pseudonym(for: $0.subscriberID), through: $0.through)
+        }))
         return """
             WITH wanted AS (
-                     SELECT x.subscriber_id, x.through, coalesce(p.stream_version, 0) AS applied, p.clock
-                     FROM (SELECT \(unsafeRaw: resolvingPseudonyms ? "named" : "given").subscriber_id, given.through
-                           FROM jsonb_to_recordset(\(wanted)::jsonb) AS given(subscriber_id text, through bigint)
+                     SELECT x.subscriber_id, x.pseudonym, x.through, coalesce(p.stream_version, 0) AS applied, p.clock
+                     FROM (SELECT \(unsafeRaw: resolvingPseudonyms ? "named" : "given").subscriber_id, given.pseudonym, given.through
+                           FROM jsonb_to_recordset(\(wanted)::jsonb) AS given(subscriber_id text, pseudonym text, through bigint)
                            \(unsafeRaw: resolvingPseudonyms ? Self.resolvingJoin : "")) x
                      LEFT JOIN \(unsafeRaw: progressTable) p ON p.subscriber_id = x.subscriber_id
                      WHERE x.subscriber_id IS NOT NULL AND x.through > coalesce(p.stream_version, 0)),
@@ -49,8 +54,8 @@ extension SubscriberSnapshots {
                    e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at, k.key
             FROM wanted w
             LEFT JOIN snapshot sn ON sn.subscriber_id = w.subscriber_id
-            LEFT JOIN subscriber_keys k ON k.pseudonym = subledger_pseudonym(w.subscriber_id)
-            LEFT JOIN events e ON e.stream_id = \(SubscriberStreams.prefix) || subledger_pseudonym(w.subscriber_id)
+            LEFT JOIN subscriber_keys k ON k.pseudonym = w.pseudonym
+            LEFT JOIN events e ON e.stream_id = \(SubscriberStreams.prefix) || w.pseudonym
                                AND e.stream_version > coalesce(sn.stream_version, 0) AND e.stream_version <= w.through
             ORDER BY w.subscriber_id, e.stream_version
             """
@@ -58,7 +63,7 @@ extension SubscriberSnapshots {
 
     /// How `replayQuery` resolves pseudonyms: the key rows locked until the
     /// caller's transaction ends, as in `loadStatement`.
-    private static let resolvingJoin = "JOIN subscriber_keys named ON named.pseudonym = given.subscriber_id FOR KEY SHARE OF named"
+    private static let resolvingJoin = "JOIN subscriber_keys named ON named.pseudonym = given.pseudonym FOR KEY SHARE OF named"
 
     /// The replays of `replayQuery`'s rows. A snapshot that cannot be read
     /// is replaced by the whole stream, one extra statement per such subscriber.

@@ -103,6 +103,9 @@ enum SubscriberSnapshots {
         // for PostgreSQL to start on every run.
         var seen = Set<String>()
         let distinct = subscriberIDs.filter { seen.insert($0).inserted }
+        // Streams are named by pseudonyms, computed here rather than by the
+        // server for each row (a SQL function call that is not inlined).
+        let pseudonyms = resolvingPseudonyms ? distinct : distinct.map(SubscriberPseudonyms.pseudonym(for:))
         // The lookups are LATERAL (kept from being flattened by OFFSET 0) so
         // they are index probes per subscriber whatever the planner's
         // statistics say: as plain joins, an `events` table filled since its
@@ -116,18 +119,20 @@ enum SubscriberSnapshots {
         // sixth faster (pgbench, two clients, three subscribers a run: 30.7k
         // runs/s against 26.4k).
         return """
-            WITH ids AS (SELECT \(unsafeRaw: resolvingPseudonyms ? "k.subscriber_id FROM subscriber_keys k WHERE k.pseudonym IN (SELECT " : "")\
-            jsonb_array_elements_text(\(JSONArgument.strings(distinct))::jsonb)\(unsafeRaw: resolvingPseudonyms ? ") FOR KEY SHARE)" : " AS subscriber_id)"),
-                 wanted AS (SELECT ids.subscriber_id, coalesce((\(known)::jsonb ->> ids.subscriber_id)::bigint, 0) AS known FROM ids)
+            WITH given AS (SELECT * FROM ROWS FROM (jsonb_array_elements_text(\(JSONArgument.strings(resolvingPseudonyms ? [] : distinct))::jsonb),
+                                                    jsonb_array_elements_text(\(JSONArgument.strings(pseudonyms))::jsonb))
+                                 AS x(subscriber_id, pseudonym)),
+                 ids AS (\(unsafeRaw: resolvingPseudonyms ? Self.resolvedIDs : Self.givenIDs)),
+                 wanted AS (SELECT ids.subscriber_id, ids.pseudonym, coalesce((\(known)::jsonb ->> ids.subscriber_id)::bigint, 0) AS known FROM ids)
             SELECT w.subscriber_id, coalesce(sn.stream_version, 0),
                    CASE WHEN e.stream_version IS NULL OR e.stream_version = coalesce(sn.stream_version, 0) + 1
                         THEN encode(sn.ledger, 'base64') END,
                    e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at, c.state, st.version, k.key
             FROM wanted w
             LEFT JOIN LATERAL (SELECT keys.key FROM subscriber_keys keys
-                               WHERE keys.pseudonym = subledger_pseudonym(w.subscriber_id) OFFSET 0) k ON true
+                               WHERE keys.pseudonym = w.pseudonym OFFSET 0) k ON true
             LEFT JOIN LATERAL (SELECT cache.state FROM subscriber_state_cache cache
-                               JOIN streams st ON st.stream_id = \(SubscriberStreams.prefix) || subledger_pseudonym(w.subscriber_id)
+                               JOIN streams st ON st.stream_id = \(SubscriberStreams.prefix) || w.pseudonym
                                               AND st.version = cache.stream_version
                                WHERE \(probe != nil) AND cache.subscriber_id = w.subscriber_id
                                  AND cache.catalog = \(probe?.catalog.fingerprint)
@@ -140,15 +145,22 @@ enum SubscriberSnapshots {
                                OFFSET 0) sn ON true
             LEFT JOIN LATERAL (SELECT ev.position, ev.stream_version, ev.type, ev.schema_version, ev.data, ev.recorded_at
                                FROM events ev
-                               WHERE c.state IS NULL AND ev.stream_id = \(SubscriberStreams.prefix) || subledger_pseudonym(w.subscriber_id)
+                               WHERE c.state IS NULL AND ev.stream_id = \(SubscriberStreams.prefix) || w.pseudonym
                                  AND ev.stream_version > greatest(coalesce(sn.stream_version, 0), w.known)
                                ORDER BY ev.stream_version OFFSET 0) e ON true
             LEFT JOIN LATERAL (SELECT streams.version FROM streams
-                               WHERE w.known > 0 AND streams.stream_id = \(SubscriberStreams.prefix) || subledger_pseudonym(w.subscriber_id)
+                               WHERE w.known > 0 AND streams.stream_id = \(SubscriberStreams.prefix) || w.pseudonym
                                OFFSET 0) st ON true
             ORDER BY w.subscriber_id, e.stream_version
             """
     }
+
+    /// The subscribers of `loadStatement`: as given, or resolved from their
+    /// streams' pseudonyms with the key rows locked.
+    private static let givenIDs = "SELECT subscriber_id, pseudonym FROM given"
+    private static let resolvedIDs = """
+        SELECT k.subscriber_id, k.pseudonym FROM subscriber_keys k JOIN given g ON k.pseudonym = g.pseudonym FOR KEY SHARE OF k
+        """
 
     /// The ledgers in the rows of `loadStatement` (given the same `held`); a
     /// subscriber whose snapshot or cached state cannot be read, or whose
