@@ -13,7 +13,8 @@ import Postgres
 ///    keys it read when it started; 503 while one runs);
 /// 2. locks the subscriber's key row (`FOR UPDATE`): every derived write
 ///    naming the subscriber by id holds that row `FOR KEY SHARE` until it
-///    commits, so those in flight finish first and later ones find no key;
+///    commits, so those in flight finish first and later ones find no key
+///    (the audit, a table lock: `AuditStore.insert`);
 /// 3. appends `erased` to the stream, expecting its version, so a write
 ///    that read the stream before fails its expected version, reads again
 ///    and is refused (410);
@@ -65,6 +66,8 @@ public struct ErasureService: Sendable {
                 }
             }
             let keyRows = try await connection.query("SELECT key FROM subscriber_keys WHERE pseudonym = \(pseudonym) FOR UPDATE")
+            // Audit batches in flight commit first; later ones see the erasure (`AuditStore.insert`).
+            try await connection.query("LOCK TABLE audit_entries IN SHARE ROW EXCLUSIVE MODE")
             // Locked: a write that read the stream before waits, then fails its expected version.
             let version = try await connection.query("SELECT version FROM streams WHERE stream_id = \(streamID) FOR UPDATE")
                 .first?.decode(Int64.self, at: 0) ?? 0

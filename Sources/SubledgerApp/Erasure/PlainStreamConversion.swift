@@ -17,8 +17,8 @@ import Postgres
 /// transaction ids stay, so consumer checkpoints stay valid; tables derived
 /// from the log are keyed by subscriber id and stay as they are.
 public enum PlainStreamConversion {
-    /// A converted stream's id: the prefix, `ps-` and 64 hexadecimal digits.
-    static let convertedPattern = "^subscriber-ps-[0-9a-f]{64}$"
+    /// A converted stream's id: the prefix, `ps-` and 32 hexadecimal digits.
+    static let convertedPattern = "^subscriber-ps-[0-9a-f]{32}$"
 
     /// Converts every plain subscriber stream, `batch` streams a
     /// transaction; returns how many.

@@ -14,23 +14,28 @@ public enum SubscriberPseudonyms {
     /// no digest anything else computes.
     static let domain = Data("subscriber\u{1F}".utf8)
 
-    /// `ps-` and 64 hexadecimal digits.
+    /// Hexadecimal digits kept of the digest: 128 bits, far from any
+    /// collision among subscriber ids, and half the length of every stream
+    /// id and idempotency key in the log's indexes.
+    static let digits = 32
+
+    /// `ps-` and the first 32 hexadecimal digits of the digest.
     public static func pseudonym(for subscriberID: String) -> String {
         var hash = SHA256()
         hash.update(data: domain)
         hash.update(data: Data(subscriberID.utf8))
-        let digits = Array("0123456789abcdef".utf8)
+        let hex = Array("0123456789abcdef".utf8)
         var text = Array("ps-".utf8)
-        text.reserveCapacity(3 + 64)
-        for byte in hash.finalize() {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
+        text.reserveCapacity(3 + digits)
+        for byte in hash.finalize().prefix(digits / 2) {
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0x0F)])
         }
         return String(decoding: text, as: UTF8.self)
     }
 
     /// Whether `text` has the shape of a pseudonym.
     public static func isPseudonym(_ text: some StringProtocol) -> Bool {
-        text.utf8.count == 67 && text.hasPrefix("ps-") && text.utf8.dropFirst(3).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        text.utf8.count == 3 + digits && text.hasPrefix("ps-") && text.utf8.dropFirst(3).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 }
