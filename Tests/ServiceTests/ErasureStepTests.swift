@@ -32,6 +32,29 @@ import Testing
     /// Tables naming devices, not subscribers: rewritten, and dumped.
     static let deviceTables = ["invalid_product_reports", "invalid_product_devices", "invalid_product_identifiers"]
 
+    /// What must read the same before and after an erasure: statistics in
+    /// both environments, the other subscriber's state, the subscriptions
+    /// listing (a set of rows, the erased subscriber named alike) and the
+    /// invalid-product listing.
+    static func acrossSubscribers(_ client: any TestClientProtocol, other: String, erased: String,
+                                  pseudonym: String) async throws -> [String] {
+        var texts: [String] = []
+        for at in ["2025-01-15T00:00:00Z", "2025-02-05T00:00:00Z", "2025-02-20T00:00:00Z", "2025-03-05T00:00:00Z"] {
+            texts.append(try await client.get("/v1/stats?at=\(at)", key: Keys.support).text)
+            texts.append(try await client.get("/v1/stats?at=\(at)&environment=Sandbox", key: Keys.support).text)
+        }
+        texts.append(try await client.get("/v1/stats/active?from=2025-01-01T00:00:00Z&to=2025-04-01T00:00:00Z&interval=week",
+                                          key: Keys.support).text)
+        texts.append(try await client.get("/v1/subscribers/\(other)?at=2025-02-20T00:00:00Z", key: Keys.support).text)
+        let listing = try await client.get("/v1/subscriptions?limit=100", key: Keys.support).json
+        texts.append((listing["subscriptions"]?.array ?? []).map { row in
+            row.keys.sorted().map { "\($0)=\(row[$0] ?? .null)" }.joined(separator: ",")
+                .replacingOccurrences(of: erased, with: "<erased>").replacingOccurrences(of: pseudonym, with: "<erased>")
+        }.sorted().joined(separator: "\n"))
+        texts.append(try await client.get("/v1/products/invalid", key: Keys.support).text)
+        return texts
+    }
+
     @Test func standardStepsKeepCountsAndLeaveNoReadableID() async throws {
         var dependencies = try await makeDependencies()
         dependencies.appStoreVerifier = AppStoreNotificationTests.verifier
@@ -117,27 +140,10 @@ import Testing
 
             let pseudonym = SubscriberPseudonyms.pseudonym(for: erased)
             func observed() async throws -> [String] {
-                var texts: [String] = []
-                for at in ["2025-01-15T00:00:00Z", "2025-02-05T00:00:00Z", "2025-02-20T00:00:00Z", "2025-03-05T00:00:00Z"] {
-                    texts.append(try await client.get("/v1/stats?at=\(at)", key: Keys.support).text)
-                    texts.append(try await client.get("/v1/stats?at=\(at)&environment=Sandbox", key: Keys.support).text)
-                }
-                texts.append(try await client.get("/v1/stats/active?from=2025-01-01T00:00:00Z&to=2025-04-01T00:00:00Z&interval=week",
-                                                  key: Keys.support).text)
-                texts.append(try await client.get("/v1/subscribers/\(other)?at=2025-02-20T00:00:00Z", key: Keys.support).text)
-                // The listing orders by subscriber id: compared as a set of rows.
-                let listing = try await client.get("/v1/subscriptions?limit=100", key: Keys.support).json
-                let rows = listing["subscriptions"]?.array.map { row in
-                    row.keys.sorted().map { "\($0)=\(row[$0] ?? .null)" }.joined(separator: ",")
-                        .replacingOccurrences(of: erased, with: "<erased>").replacingOccurrences(of: pseudonym, with: "<erased>")
-                }
-                texts.append((rows ?? []).sorted().joined(separator: "\n"))
-                texts.append(try await client.get("/v1/products/invalid", key: Keys.support).text)
-                // An erased subscriber's reminders go (nothing is sent to it).
-                for listing in ["/v1/appstore/notifications?limit=200"] {
-                    let body = try await client.get(listing, key: Keys.support).json
-                    texts.append("\(listing): \((body["reminders"] ?? body["notifications"])?.array.count ?? -1)")
-                }
+                var texts = try await Self.acrossSubscribers(client, other: other, erased: erased, pseudonym: pseudonym)
+                // An erased subscriber's reminders go (nothing is sent to it); its notifications stay.
+                let notifications = try await client.get("/v1/appstore/notifications?limit=200", key: Keys.support).json
+                texts.append("notifications: \(notifications["notifications"]?.array.count ?? -1)")
                 return texts + (try await dependencies.readModelRows()).filter { $0.contains(other) }
             }
             let expected = try await observed()

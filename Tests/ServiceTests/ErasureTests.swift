@@ -91,24 +91,10 @@ import Testing
             let pseudonym = SubscriberPseudonyms.pseudonym(for: erased)
 
             func observed() async throws -> [String] {
-                var texts: [String] = []
-                for at in ["2025-01-15T00:00:00Z", "2025-02-05T00:00:00Z", "2025-02-20T00:00:00Z", "2025-03-05T00:00:00Z"] {
-                    texts.append(try await client.get("/v1/stats?at=\(at)", key: Keys.support).text)
-                    texts.append(try await client.get("/v1/stats?at=\(at)&environment=Sandbox", key: Keys.support).text)
-                }
-                texts.append(try await client.get("/v1/stats/active?from=2025-01-01T00:00:00Z&to=2025-04-01T00:00:00Z&interval=week",
-                                                  key: Keys.support).text)
-                texts.append(try await client.get("/v1/subscribers/\(other)?at=2025-02-20T00:00:00Z", key: Keys.support).text)
+                var texts = try await ErasureStepTests.acrossSubscribers(client, other: other, erased: erased, pseudonym: pseudonym)
                 // The other party of the transfer reads as the id, then as the pseudonym.
                 texts.append(try await client.get("/v1/subscribers/\(other)/history", key: Keys.support).text
                     .replacingOccurrences(of: erased, with: "<erased>").replacingOccurrences(of: pseudonym, with: "<erased>"))
-                // Listings order by subscriber id: compared as sets of rows, the erased one named alike.
-                let listing = try await client.get("/v1/subscriptions?limit=100", key: Keys.support).json
-                texts.append((listing["subscriptions"]?.array ?? []).map { row in
-                    row.keys.sorted().map { "\($0)=\(row[$0] ?? .null)" }.joined(separator: ",")
-                        .replacingOccurrences(of: erased, with: "<erased>").replacingOccurrences(of: pseudonym, with: "<erased>")
-                }.sorted().joined(separator: "\n"))
-                texts.append(try await client.get("/v1/products/invalid", key: Keys.support).text)
                 let notifications = try await client.get("/v1/appstore/notifications?limit=200", key: Keys.support).json
                 texts.append("notifications: \((notifications["notifications"]?.array.count ?? -1))")
                 // The feed's tables, not /v1/changes: the feed shows a change once no
