@@ -1,4 +1,3 @@
-import EventStore
 import Foundation
 import Postgres
 
@@ -41,13 +40,8 @@ extension ChangeRows {
     /// pseudonyms resolved while their keys exist), read with its key
     /// before the erasure destroys it.
     static func transferCounterparts(of subscriberID: String, on connection: Connection) async throws -> [String] {
-        let history = try SubscriberHistory(
-            subscriberID: subscriberID,
-            stored: try await EventStore.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection),
-            key: try await SubscriberKeys.existingKey(for: subscriberID, on: connection))
-        let events = try await SubscriberStreams.resolvingCounterparts(history.events, on: connection)
         var counterparts = Set<String>()
-        for recorded in events {
+        for recorded in try await SubscriberHistory.read(subscriberID, on: connection).events {
             switch recorded.event {
             case .transferredOut(let transfer): counterparts.insert(transfer.toSubscriberID)
             case .transferredIn(let transfer): counterparts.insert(transfer.fromSubscriberID)

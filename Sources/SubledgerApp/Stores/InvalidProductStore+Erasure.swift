@@ -1,5 +1,4 @@
 import Foundation
-import EventStore
 import Postgres
 
 extension InvalidProductStore {
@@ -9,10 +8,7 @@ extension InvalidProductStore {
     /// events name, opened with the subscriber's key (so this step runs
     /// before the key is destroyed).
     static let erasureStep = ErasureStep(name: "invalid-product devices") { subscriberID, pseudonym, connection in
-        let history = try SubscriberHistory(
-            subscriberID: subscriberID,
-            stored: try await EventStore.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection),
-            key: try await SubscriberKeys.existingKey(for: subscriberID, on: connection))
+        let history = try await SubscriberHistory.read(subscriberID, on: connection)
         let devices = Set(history.events.flatMap(\.event.deviceIDs)).sorted()
         guard !devices.isEmpty else { return }
         try await connection.query("""

@@ -33,13 +33,18 @@ public enum SubscriberStreams {
     /// personal fields sealed and idempotency keys digested with `key`.
     package static func newEvents(_ events: [LedgerEvent], subscriberID: String, key: SubscriberKey, source: String) throws -> [NewEvent] {
         let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
-        return try events.map { event in
-            let sealed = event.hasPersonalFields
-                ? try key.sealingPersonalFields(of: namingCounterpartByPseudonym(event, in: subscriberID), pseudonym: pseudonym) : event
-            return NewEvent(type: event.type, schemaVersion: event.schemaVersion, data: try sealed.encodedData(),
-                            metadata: EventMetadata(source: event.source ?? source),
-                            idempotencyKey: event.idempotencyKey.map { storeKey(pseudonym: pseudonym, key: key, ledgerKey: $0) })
-        }
+        return try events.map { try newEvent($0, subscriberID: subscriberID, pseudonym: pseudonym, key: key, source: source) }
+    }
+
+    /// One of `newEvents`, given the subscriber's pseudonym (computed once
+    /// per stream by a caller appending events of several sources).
+    package static func newEvent(_ event: LedgerEvent, subscriberID: String, pseudonym: String, key: SubscriberKey,
+                                 source: String) throws -> NewEvent {
+        let sealed = event.hasPersonalFields
+            ? try key.sealingPersonalFields(of: namingCounterpartByPseudonym(event, in: subscriberID), pseudonym: pseudonym) : event
+        return NewEvent(type: event.type, schemaVersion: event.schemaVersion, data: try sealed.encodedData(),
+                        metadata: EventMetadata(source: event.source ?? source),
+                        idempotencyKey: event.idempotencyKey.map { storeKey(pseudonym: pseudonym, key: key, ledgerKey: $0) })
     }
 
     /// A transfer as stored in one party's stream names the other party by
@@ -176,14 +181,19 @@ struct SubscriberHistory: Sendable {
     /// The subscriber's stream and key, read in one snapshot.
     static func read(_ subscriberID: String, from store: EventStore) async throws -> SubscriberHistory {
         try await store.pool.withConnection { connection in
-            try await connection.withTransaction(isolation: .repeatableRead) { connection in
-                let key = try await SubscriberKeys.existingKey(for: subscriberID, on: connection)
-                var history = try SubscriberHistory(subscriberID: subscriberID,
-                                                    stored: try await store.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection),
-                                                    key: key)
-                history.events = try await SubscriberStreams.resolvingCounterparts(history.events, on: connection)
-                return history
-            }
+            try await connection.withTransaction(isolation: .repeatableRead) { try await read(subscriberID, on: $0) }
         }
+    }
+
+    /// The same on a connection the caller holds (an erasure's transaction):
+    /// personal fields opened, a transfer's other party by its id while
+    /// that party's key exists.
+    static func read(_ subscriberID: String, on connection: Connection) async throws -> SubscriberHistory {
+        let key = try await SubscriberKeys.existingKey(for: subscriberID, on: connection)
+        var history = try SubscriberHistory(
+            subscriberID: subscriberID,
+            stored: try await EventStore.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection), key: key)
+        history.events = try await SubscriberStreams.resolvingCounterparts(history.events, on: connection)
+        return history
     }
 }

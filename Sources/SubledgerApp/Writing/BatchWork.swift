@@ -154,10 +154,13 @@ struct BatchWork {
                 streams[subscriberID] = stream
                 newKeys.append(SubscriberKeys.insertQuery(subscriberID: subscriberID, key: key))
             }
+            // Hashed once per stream, not once per event.
+            let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
             let events = try stream.pending.map { pending in
-                try SubscriberStreams.newEvents([pending.event], subscriberID: subscriberID, key: key, source: sources[pending.command])[0]
+                try SubscriberStreams.newEvent(pending.event, subscriberID: subscriberID, pseudonym: pseudonym, key: key,
+                                               source: sources[pending.command])
             }
-            return StreamAppend(streamID: SubscriberStreams.streamID(for: subscriberID), expected: .exact(stream.version), events: events)
+            return StreamAppend(streamID: SubscriberStreams.prefix + pseudonym, expected: .exact(stream.version), events: events)
         }
     }
 
