@@ -17,6 +17,7 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong(Variable.host.flag), help: ArgumentHelp(Variable.host.flagHelp)) var host: String?
     @Option(name: .customLong(Variable.port.flag), help: ArgumentHelp(Variable.port.flagHelp)) var port: String?
     @Option(name: .customLong(Variable.apiKeys.flag), help: ArgumentHelp(Variable.apiKeys.flagHelp)) var apiKeys: String?
+    @Option(name: .customLong(Variable.secret.flag), help: ArgumentHelp(Variable.secret.flagHelp)) var secret: String?
     @Option(name: .customLong(Variable.products.flag), help: ArgumentHelp(Variable.products.flagHelp)) var products: String?
     @Option(name: .customLong(Variable.restorePolicy.flag), help: ArgumentHelp(Variable.restorePolicy.flagHelp)) var restorePolicy: String?
     @Option(name: .customLong(Variable.restoreVerify.flag), help: ArgumentHelp(Variable.restoreVerify.flagHelp)) var restoreVerify: String?
@@ -59,6 +60,7 @@ struct ConfigurationOptions: ParsableArguments {
             (.host, host),
             (.port, port),
             (.apiKeys, apiKeys),
+            (.secret, secret),
             (.products, products),
             (.restorePolicy, restorePolicy),
             (.restoreVerify, restoreVerify),
@@ -99,7 +101,11 @@ struct ConfigurationOptions: ParsableArguments {
         var merged = environment
         for case let (variable, value?) in flags { merged[variable.name] = value }
         do {
-            return try SubledgerConfiguration(environment: merged)
+            let configuration = try SubledgerConfiguration(environment: merged)
+            // The digests without a configuration at hand (log references)
+            // use the process's secret.
+            InstallationSecret.install(configuration.secret)
+            return configuration
         } catch {
             throw ValidationError(error.description)
         }

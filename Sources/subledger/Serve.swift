@@ -17,6 +17,9 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let configuration = try options.resolve()
         let logger = LoggingSetup.logger(configuration)
+        if !configuration.secret.isConfigured {
+            logger.warning("SUBLEDGER_SECRET is not set: the audit's key fingerprints and the logs' subscriber references are unkeyed digests, which whoever holds them can match against guessed keys and ids; set at least 32 random characters (docs/operations.md)")
+        }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 

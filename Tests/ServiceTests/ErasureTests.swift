@@ -126,7 +126,8 @@ import Testing
                 let read = try await client.get("/v1/subscribers/\(erased)\(path)", key: Keys.admin)
                 #expect(read.status == .notFound && read.error.code == "erased", "\(path): \(read.text)")
             }
-            let fact = try await client.post("/v1/subscribers/\(erased)/events", purchaseJSON("late-\(run)", at: "2025-02-15T00:00:00Z"))
+            let fact = try await client.post("/v1/subscribers/\(erased)/events", purchaseJSON("late-\(run)", at: "2025-02-15T00:00:00Z"),
+                                             key: Keys.admin)
             #expect(fact.status == .gone && fact.error.code == "erased", "\(fact.text)")
             let grant = try await client.post("/v1/subscribers/\(erased)/grants", #"{"entitlement": "pro", "duration": "P1D", "reason": "x"}"#,
                                               key: Keys.admin)

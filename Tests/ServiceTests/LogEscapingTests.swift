@@ -39,11 +39,38 @@ struct CapturingLogHandler: LogHandler {
 
 /// Text an attacker chose never reaches a log line unescaped.
 @Suite struct LogEscapingTests {
-    /// The reference docs/operations.md tells operators to compute with
-    /// `printf %s "$ID" | sha256sum | cut -c1-12`.
-    @Test func aSubscriberIsLoggedByTheDigestTheDocsDescribe() {
-        #expect(LogReference.subscriber("alice") == "2bd806c97f0e")
-        #expect(LogReference.subscriber("alice") != LogReference.subscriber("Alice"))
+    /// Without `SUBLEDGER_SECRET` a reference is the id's plain SHA-256
+    /// (`printf %s alice | sha256sum | cut -c1-12`), which anyone can match
+    /// against a guessed id; with it, an HMAC under a key derived from the
+    /// secret: another secret gives another reference, and none of them is
+    /// the plain digest.
+    @Test func aSubscriberIsLoggedByADigestKeyedWithTheSecret() throws {
+        #expect(LogReference.subscriber("alice", secret: .none) == "2bd806c97f0e")
+        let one = try InstallationSecret(String(repeating: "1", count: 32))
+        let other = try InstallationSecret(String(repeating: "2", count: 32))
+        let keyed = LogReference.subscriber("alice", secret: one)
+        #expect(keyed.count == 12 && keyed.allSatisfy(\.isHexDigit))
+        #expect(keyed != "2bd806c97f0e")
+        #expect(keyed == LogReference.subscriber("alice", secret: one))
+        #expect(keyed != LogReference.subscriber("alice", secret: other))
+        #expect(keyed != LogReference.subscriber("Alice", secret: one))
+        // A key's fingerprint is keyed too, with a key of its own: the same
+        // bytes give another digest than a log reference.
+        #expect(APIKeys.fingerprint(of: Array("alice".utf8), secret: one) != keyed)
+        #expect(APIKeys.fingerprint(of: Array("alice".utf8), secret: .none) == "2bd806c97f0e")
+    }
+
+    @Test func aShortSecretIsRefusedWithoutEchoingIt() {
+        let short = "0123456789abcdef0123456789abcde"
+        #expect(throws: ConfigurationError.self) { try InstallationSecret(short) }
+        do {
+            _ = try SubledgerConfiguration(environment: ["SUBLEDGER_SECRET": short])
+            Issue.record("a 31-character secret was accepted")
+        } catch {
+            #expect(error.variable == "SUBLEDGER_SECRET")
+            #expect(!error.description.contains(short))
+        }
+        #expect((try? InstallationSecret(nil))?.isConfigured == false)
     }
 
     @Test func aForgedHeaderIsLoggedEscaped() async throws {

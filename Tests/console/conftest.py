@@ -28,9 +28,9 @@ from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
 BASE_URL = os.environ.get("CONSOLE_URL", "http://127.0.0.1:8080")
-SUPPORT_KEY = os.environ.get("CONSOLE_SUPPORT_KEY", "dev-support-key")
-ADMIN_KEY = os.environ.get("CONSOLE_ADMIN_KEY", "dev-admin-key")
-INGEST_KEY = os.environ.get("CONSOLE_INGEST_KEY", "dev-ingest-key")
+SUPPORT_KEY = os.environ.get("CONSOLE_SUPPORT_KEY", "dev-support-key-local")
+ADMIN_KEY = os.environ.get("CONSOLE_ADMIN_KEY", "dev-admin-key-local")
+INGEST_KEY = os.environ.get("CONSOLE_INGEST_KEY", "dev-ingest-key-local")
 SCREENSHOTS = os.environ.get("CONSOLE_SCREENSHOTS", ".build/console-screenshots")
 
 # Hostile text, stored as identifiers and free text: it must show as text.

@@ -38,22 +38,29 @@ public struct APIKeys: Sendable {
         /// What the audit records instead of the key (`fingerprint(of:)`).
         var fingerprint: String
 
-        init(role: Role, key: [UInt8]) {
+        init(role: Role, key: [UInt8], secret: InstallationSecret) {
             self.role = role
             self.key = key
-            fingerprint = APIKeys.fingerprint(of: key)
+            fingerprint = APIKeys.fingerprint(of: key, secret: secret)
         }
     }
     var entries: [Entry] = []
 
+    /// The shortest key `SUBLEDGER_API_KEYS` accepts, in characters. A key
+    /// is a bearer credential tried online and, without `SUBLEDGER_SECRET`,
+    /// offline against its fingerprint: 16 random characters of the base64
+    /// alphabet are 96 bits, beyond either.
+    public static let minimumKeyLength = 16
+
     public init() {}
 
-    public init(_ keys: [(Role, String)]) {
-        entries = keys.map { Entry(role: $0.0, key: Array($0.1.utf8)) }
+    /// Keys as given (tests, the bench): no length check.
+    public init(_ keys: [(Role, String)], secret: InstallationSecret = .current) {
+        entries = keys.map { Entry(role: $0.0, key: Array($0.1.utf8), secret: secret) }
     }
 
-    public init(parsing text: String) throws(ConfigurationError) {
-        for item in text.split(separator: ",") {
+    public init(parsing text: String, secret: InstallationSecret = .current) throws(ConfigurationError) {
+        for (index, item) in text.split(separator: ",").enumerated() {
             let parts = item.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, let role = Role(rawValue: parts[0]), !parts[1].isEmpty else {
                 // Never echo the item: it may hold a key.
@@ -61,17 +68,24 @@ public struct APIKeys: Sendable {
                     variable: "SUBLEDGER_API_KEYS",
                     message: "expected role:key pairs separated by commas, with roles ingest, support or admin")
             }
-            entries.append(Entry(role: role, key: Array(parts[1].utf8)))
+            guard parts[1].count >= Self.minimumKeyLength else {
+                throw ConfigurationError(
+                    variable: "SUBLEDGER_API_KEYS",
+                    message: "key \(index + 1) (role \(role.rawValue)) has \(parts[1].count) characters; "
+                        + "expected at least \(Self.minimumKeyLength) (e.g. `openssl rand -hex 16`)")
+            }
+            entries.append(Entry(role: role, key: Array(parts[1].utf8), secret: secret))
         }
     }
 
     public var isEmpty: Bool { entries.isEmpty }
 
-    /// The first 12 hex digits of the key's SHA-256: tells keys apart in
-    /// the audit without revealing them (48 bits cannot be turned back into
-    /// a key of any useful length).
-    public static func fingerprint(of key: some Sequence<UInt8>) -> String {
-        SHA256.hash(data: Array(key)).prefix(6).map { String(format: "%02x", $0) }.joined()
+    /// 12 hex digits of the key's HMAC under `SUBLEDGER_SECRET`
+    /// (`InstallationSecret`; its SHA-256 when no secret is set): tells keys
+    /// apart in the audit without revealing them. Keyed, a fingerprint
+    /// cannot be matched against guessed keys by whoever lacks the secret.
+    public static func fingerprint(of key: some Sequence<UInt8>, secret: InstallationSecret = .current) -> String {
+        secret.digest(key, for: .keyFingerprint)
     }
 
     /// The role and fingerprint of a presented key, compared as `role(for:)` does.

@@ -17,6 +17,8 @@ public struct SubledgerConfiguration: Sendable {
     public var host: String
     public var port: Int
     public var apiKeys: APIKeys
+    /// `SUBLEDGER_SECRET`: keys the digests of keys and ids (`InstallationSecret`).
+    public var secret: InstallationSecret
     public var productsPath: String?
     public var restorePolicy: RestorePolicy
     public var webhookURL: String?
@@ -112,7 +114,8 @@ public struct SubledgerConfiguration: Sendable {
             throw fail(.port, "expected a port number from 0 to 65535, got \(port)")
         }
         self.port = portNumber
-        if let keys = value(.apiKeys) { apiKeys = try APIKeys(parsing: keys) } else { apiKeys = APIKeys() }
+        secret = try InstallationSecret(value(.secret))
+        if let keys = value(.apiKeys) { apiKeys = try APIKeys(parsing: keys, secret: secret) } else { apiKeys = APIKeys() }
         productsPath = value(.products)
         let policy = value(.restorePolicy) ?? ""
         guard let parsedPolicy = RestorePolicy(rawValue: policy) else {

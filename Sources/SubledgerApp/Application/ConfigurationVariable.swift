@@ -47,6 +47,9 @@ extension ConfigurationVariable {
     public static let port = ConfigurationVariable("PORT", flag: "port", default: "8080", help: "Port to listen on")
     public static let apiKeys = ConfigurationVariable(
         "SUBLEDGER_API_KEYS", flag: "api-keys", help: "API keys, role:key,... (roles ingest, support, admin)")
+    public static let secret = ConfigurationVariable(
+        "SUBLEDGER_SECRET", flag: "secret",
+        help: "At least 32 characters that key the audit's key fingerprints and the logs' subscriber references; absent: unkeyed")
     public static let products = ConfigurationVariable("SUBLEDGER_PRODUCTS", flag: "products", help: "Product catalog JSON file")
     public static let restorePolicy = ConfigurationVariable(
         "SUBLEDGER_RESTORE_POLICY", flag: "restore-policy", default: "transfer", help: "transfer or keep-original")
@@ -142,5 +145,6 @@ extension ConfigurationVariable {
         audit, auditRetention,
         databaseReadURL,
         changesSweepInterval,
+        secret,
     ]
 }

@@ -44,7 +44,8 @@ public struct SubscriberReader: Sendable {
         return history
     }
 
-    static func notFound(_ subscriberID: String) -> LedgerError {
+    /// `subscriber_not_found`: the id has no recorded facts.
+    public static func notFound(_ subscriberID: String) -> LedgerError {
         LedgerError(kind: .notFound, code: .subscriberNotFound,
                     message: "Subscriber '\(subscriberID)' has no recorded facts.", field: "subscriberId")
     }

@@ -1,0 +1,101 @@
+import Crypto
+import Foundation
+import Synchronization
+
+/// The installation's secret (`SUBLEDGER_SECRET`): the key of every digest
+/// that names something personal or secret outside the database's own rows —
+/// the audit's API-key fingerprints and the log lines' subscriber
+/// references — so that whoever holds a dump, a log file or a standby cannot
+/// confirm a guessed id or recover a weak key by trying candidates.
+///
+/// Each use gets a key of its own, derived with HKDF-SHA256 (`Purpose`), so
+/// a digest made for one purpose says nothing about another. Without a
+/// secret the digests are plain SHA-256 of a domain and the bytes, as before
+/// the secret existed; `serve` warns at start.
+///
+/// Kept outside the database on purpose: a secret stored beside the data it
+/// protects is in every dump of that data.
+public struct InstallationSecret: Sendable {
+    /// Each derived key's use, which is also its HKDF `info`.
+    public enum Purpose: String, Sendable, CaseIterable {
+        /// `APIKeys.fingerprint(of:)`: which key acted, in the audit.
+        case keyFingerprint = "subledger key fingerprint v1"
+        /// `LogReference.subscriber(_:)`: which subscriber a log line is about.
+        case logReference = "subledger log reference v1"
+    }
+
+    /// The shortest secret accepted, in bytes of its text: 256 bits of a
+    /// random hexadecimal or base64 string and then some.
+    public static let minimumLength = 32
+
+    private let keys: [Purpose: SymmetricKey]
+
+    /// No secret: plain digests.
+    public static let none = InstallationSecret(keys: [:])
+
+    private init(keys: [Purpose: SymmetricKey]) {
+        self.keys = keys
+    }
+
+    /// A secret from its text (`SUBLEDGER_SECRET`); nil or empty: none.
+    public init(_ text: String?) throws(ConfigurationError) {
+        guard let text, !text.isEmpty else {
+            self = .none
+            return
+        }
+        guard text.utf8.count >= Self.minimumLength else {
+            // Never echo the value: it is the secret.
+            throw ConfigurationError(
+                variable: ConfigurationVariable.secret.name,
+                message: "expected at least \(Self.minimumLength) characters (e.g. `openssl rand -hex 32`), got \(text.utf8.count)")
+        }
+        let master = SymmetricKey(data: Data(text.utf8))
+        var keys: [Purpose: SymmetricKey] = [:]
+        for purpose in Purpose.allCases {
+            keys[purpose] = HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: master, salt: Data("subledger".utf8), info: Data(purpose.rawValue.utf8), outputByteCount: 32)
+        }
+        self.init(keys: keys)
+    }
+
+    /// Whether a secret was given.
+    public var isConfigured: Bool { !keys.isEmpty }
+
+    /// The first `hexDigits` hexadecimal digits of the keyed digest of
+    /// `bytes` for `purpose` (HMAC-SHA256), or, without a secret, of
+    /// SHA-256 over the bytes alone (what fingerprints were before).
+    public func digest(_ bytes: some Sequence<UInt8>, for purpose: Purpose, hexDigits: Int = 12) -> String {
+        let data = Array(bytes)
+        if let key = keys[purpose] {
+            return Self.hex(HMAC<SHA256>.authenticationCode(for: data, using: key), digits: hexDigits)
+        }
+        return Self.hex(SHA256.hash(data: data), digits: hexDigits)
+    }
+
+    private static func hex(_ bytes: some Sequence<UInt8>, digits: Int) -> String {
+        let alphabet = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(digits)
+        for byte in bytes where text.count < digits {
+            text.append(alphabet[Int(byte >> 4)])
+            if text.count < digits { text.append(alphabet[Int(byte & 0x0F)]) }
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    // MARK: The process's secret
+
+    private static let installed = Mutex(InstallationSecret.none)
+
+    /// The secret the process runs with: set once by `serve` (and the other
+    /// commands) from the configuration, read by the digests that have no
+    /// configuration at hand (log references).
+    public static var current: InstallationSecret {
+        installed.withLock { $0 }
+    }
+
+    /// Makes `secret` the process's secret.
+    public static func install(_ secret: InstallationSecret) {
+        installed.withLock { $0 = secret }
+    }
+}
