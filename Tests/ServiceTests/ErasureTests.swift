@@ -202,7 +202,8 @@ import Testing
                     for index in 1...12 {
                         group.addTask {
                             Int(try await client.post("/v1/subscribers/\(id)/events",
-                                                      purchaseJSON("r\(round)-\(index)-\(id)", device: "d\(index)-\(id)")).status.code)
+                                                      purchaseJSON("r\(round)-\(index)-\(id)", device: "d\(index)-\(id)"),
+                                                      key: Keys.admin).status.code)
                         }
                     }
                     group.addTask {

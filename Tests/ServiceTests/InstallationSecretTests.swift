@@ -6,7 +6,7 @@ import Ledger
 import Testing
 
 /// `SUBLEDGER_SECRET` and the API keys (docs/operations.md, "Secrets";
-/// PRODUCT.md, "Trust (additions)"): keys shorter than the minimum are
+/// docs/api.md, "Erasure"): keys shorter than the minimum are
 /// refused at start without being echoed; the audit's fingerprint of a key
 /// is keyed by the secret; only an admin learns that a subscriber was erased.
 @Suite struct InstallationSecretTests {

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Hummingbird
+import Ledger
 import SubledgerApp
 
 /// Requires an API key whose role allows `access`, and records in the audit
@@ -30,16 +31,35 @@ public struct AuthMiddleware: RouterMiddleware {
         context.actor = request.headers[AuditRecord.actorHeader].map { UntrustedText.escaped($0, limit: AuditRecord.maximumActorBytes) }
         guard let trail = context.auditTrail, trail.isEnabled, let subject = AuditRecord.subject(of: request, context: context) else {
             guard access.allows(role) else { throw APIError.forbidden }
-            return try await next(request, context)
+            return try await Self.answer(request, context: context, next: next)
         }
         do {
             guard access.allows(role) else { throw APIError.forbidden }
-            let response = try await next(request, context)
+            let response = try await Self.answer(request, context: context, next: next)
             trail.record(AuditRecord.entry(request, context: context, subject: subject, status: response.status.code))
             return response
         } catch {
             trail.record(AuditRecord.entry(request, context: context, subject: subject, status: AuditRecord.status(of: error)))
             throw error
         }
+    }
+
+    /// The route's answer, except that only an admin learns that a
+    /// subscriber was erased: to every other role an erased id answers as
+    /// one that never had a fact (`subscriber_not_found`), on reads and on
+    /// new facts alike.
+    static func answer(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as LedgerError where error.code == .erased && context.role != .admin {
+            throw SubscriberReader.notFound(subscriberID(inPath: request.uri.path))
+        }
+    }
+
+    /// The id a `/v1/subscribers/{id}…` path names, percent-decoded ("" for another path).
+    static func subscriberID(inPath path: String) -> String {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count >= 4, segments[1] == "v1", segments[2] == "subscribers" else { return "" }
+        return String(segments[3]).removingPercentEncoding ?? String(segments[3])
     }
 }

@@ -29,11 +29,6 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             return try error.response(from: request, context: context)
-        } catch let error as LedgerError where error.code == .erased && (context as? AppRequestContext)?.role != .admin {
-            // Only an admin learns that a subscriber was erased: to every
-            // other role an erased id is one that never had facts.
-            let subscriberID = Self.subscriberID(inPath: request.uri.path)
-            return try APIError(SubscriberReader.notFound(subscriberID)).response(from: request, context: context)
         } catch let error as LedgerError {
             return try APIError(error).response(from: request, context: context)
         } catch let error as ServiceError {
@@ -81,12 +76,5 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try APIError(.internalServerError, code: .internalError, message: "the server failed to answer; it has been logged")
                 .response(from: request, context: context)
         }
-    }
-
-    /// The id a `/v1/subscribers/{id}…` path names, percent-decoded ("" for another path).
-    static func subscriberID(inPath path: String) -> String {
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard segments.count >= 4, segments[1] == "v1", segments[2] == "subscribers" else { return "" }
-        return String(segments[3]).removingPercentEncoding ?? String(segments[3])
     }
 }

@@ -28,12 +28,13 @@ public struct InstallationSecret: Sendable {
     /// random hexadecimal or base64 string and then some.
     public static let minimumLength = 32
 
-    private let keys: [Purpose: SymmetricKey]
+    /// Each purpose's derived key, as bytes (`SymmetricKey` is not `Sendable`).
+    private let keys: [Purpose: [UInt8]]
 
     /// No secret: plain digests.
     public static let none = InstallationSecret(keys: [:])
 
-    private init(keys: [Purpose: SymmetricKey]) {
+    private init(keys: [Purpose: [UInt8]]) {
         self.keys = keys
     }
 
@@ -50,10 +51,11 @@ public struct InstallationSecret: Sendable {
                 message: "expected at least \(Self.minimumLength) characters (e.g. `openssl rand -hex 32`), got \(text.utf8.count)")
         }
         let master = SymmetricKey(data: Data(text.utf8))
-        var keys: [Purpose: SymmetricKey] = [:]
+        var keys: [Purpose: [UInt8]] = [:]
         for purpose in Purpose.allCases {
-            keys[purpose] = HKDF<SHA256>.deriveKey(
+            let derived = HKDF<SHA256>.deriveKey(
                 inputKeyMaterial: master, salt: Data("subledger".utf8), info: Data(purpose.rawValue.utf8), outputByteCount: 32)
+            keys[purpose] = derived.withUnsafeBytes { Array($0) }
         }
         self.init(keys: keys)
     }
@@ -67,7 +69,7 @@ public struct InstallationSecret: Sendable {
     public func digest(_ bytes: some Sequence<UInt8>, for purpose: Purpose, hexDigits: Int = 12) -> String {
         let data = Array(bytes)
         if let key = keys[purpose] {
-            return Self.hex(HMAC<SHA256>.authenticationCode(for: data, using: key), digits: hexDigits)
+            return Self.hex(HMAC<SHA256>.authenticationCode(for: data, using: SymmetricKey(data: key)), digits: hexDigits)
         }
         return Self.hex(SHA256.hash(data: data), digits: hexDigits)
     }
