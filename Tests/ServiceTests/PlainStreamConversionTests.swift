@@ -74,7 +74,7 @@ import Testing
             let erased = try await client.execute(uri: "/v1/subscribers/\(subscribers[3])", method: .delete, headers: headers,
                                                   body: ByteBuffer(string: #"{"reason": "converted, then erased"}"#))
             #expect(erased.status == .ok, "\(erased.text)")
-            #expect(try await client.get("/v1/subscribers/\(subscribers[3])", key: Keys.support).error.code == "erased")
+            #expect(try await client.get("/v1/subscribers/\(subscribers[3])", key: Keys.admin).error.code == "erased")
         }
     }
 

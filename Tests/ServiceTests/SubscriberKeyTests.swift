@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Ledger
 import Postgres
@@ -38,9 +39,38 @@ import Testing
         let stored = try SubscriberKey(rawValue: key.rawValue)
         let sealed = try key.seal("device-1", pseudonym: Self.pseudonym)
         #expect(try stored.open(sealed, pseudonym: Self.pseudonym) == "device-1")
-        #expect(key.rawValue.count == SubscriberKey.byteCount)
+        #expect(key.rawValue.count == SubscriberKey.byteCount + 1 && key.rawValue.first == 1 && key.derivesItsKeys)
         #expect(throws: SealError.keyLength(31)) { try SubscriberKey(rawValue: Data(count: 31)) }
+        #expect(throws: SealError.keyLength(33)) { try SubscriberKey(rawValue: Data([2]) + Data(count: 32)) }
         #expect(SubscriberKey.generate().rawValue != key.rawValue)
+    }
+
+    /// A new key seals and digests with two keys HKDF derives from its
+    /// material, neither of them the material itself; a key stored before
+    /// derivation (32 bytes) still seals and digests with its bytes, so what
+    /// it sealed opens and its digests match as before.
+    @Test func newKeysDeriveOneKeyForSealingAndAnotherForDigests() throws {
+        let key = SubscriberKey.generate()
+        let material = key.rawValue.dropFirst()
+        let legacy = try SubscriberKey(rawValue: Data(material))
+        #expect(!legacy.derivesItsKeys)
+        let sealed = try key.seal("device-1", pseudonym: Self.pseudonym)
+        #expect(throws: SealError.unreadable) { try legacy.open(sealed, pseudonym: Self.pseudonym) }
+        #expect(key.digest(ofLedgerKey: "device:1") != legacy.digest(ofLedgerKey: "device:1"))
+        // The legacy form: AES-GCM and HMAC under the stored bytes themselves.
+        let raw = SymmetricKey(data: material)
+        let legacySealed = try legacy.seal("device-2", pseudonym: Self.pseudonym)
+        let box = try AES.GCM.SealedBox(combined: try #require(SubscriberKey.data(base64URL: legacySealed.dropFirst(SubscriberKey.sealedPrefix.count))))
+        #expect(String(decoding: try AES.GCM.open(box, using: raw, authenticating: Data(Self.pseudonym.utf8)), as: UTF8.self) == "device-2")
+        #expect(legacy.digest(ofLedgerKey: "device:2")
+                == SubscriberKey.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data("device:2".utf8), using: raw))))
+        // The derived form: the digest key is not the material, nor the sealing key.
+        #expect(key.digest(ofLedgerKey: "device:2")
+                != SubscriberKey.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data("device:2".utf8), using: raw))))
+        #expect(throws: (any Error).self) {
+            let derivedBox = try AES.GCM.SealedBox(combined: try #require(SubscriberKey.data(base64URL: sealed.dropFirst(SubscriberKey.sealedPrefix.count))))
+            _ = try AES.GCM.open(derivedBox, using: raw, authenticating: Data(Self.pseudonym.utf8))
+        }
     }
 
     /// A sealed event as stored holds none of its personal values in any

@@ -150,8 +150,11 @@ def test_erasure_needs_a_reason_and_the_subscriber_id_typed_and_erases(console, 
     assert console.find_all("#subscriber-erased"), errors[0].text if errors else "no message"
     assert "was erased" in console.find("#page-message").text
     assert console.find_all("#erasure") == [] and console.find_all("#grant-form") == []
-    status, body = api("GET", "/v1/subscribers/" + subscriber, key=SUPPORT_KEY)
+    status, body = api("GET", "/v1/subscribers/" + subscriber, key=ADMIN_KEY)
     assert status == 404 and body["error"]["code"] == "erased", body
+    # Only an admin learns of the erasure: to support it is an unknown id.
+    status, body = api("GET", "/v1/subscribers/" + subscriber, key=SUPPORT_KEY)
+    assert status == 404 and body["error"]["code"] == "subscriber_not_found", body
 
     # Opened again later, the page says it was erased.
     console.driver.get(console.driver.current_url.split("#")[0] + "#/subscriber?id=" + subscriber)

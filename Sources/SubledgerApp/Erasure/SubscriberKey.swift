@@ -8,11 +8,20 @@ import Ledger
 /// fields unreadable in the append-only log while every other field stays
 /// as it was (docs/decisions/0004-erasure-by-crypto-shredding.md).
 ///
+/// Two stored forms: a key made since derivation exists is a version byte
+/// (1) and 32 random bytes, from which HKDF-SHA256 derives one key for
+/// sealing and another for digests, so no key serves two algorithms; a key
+/// made before is its 32 bytes alone and serves both, as it did — what it
+/// sealed and digested must still open and match, and the log is not
+/// rewritten to change it.
+///
 /// `@unchecked Sendable`: `SymmetricKey` is not marked `Sendable`, but it is
 /// an immutable value (its bytes are never changed after it is made).
 public struct SubscriberKey: @unchecked Sendable {
-    /// AES-256: 32 bytes.
+    /// AES-256: 32 bytes of key material.
     public static let byteCount = 32
+    /// The first byte of a key stored with its derivation's version.
+    static let derivedVersion: UInt8 = 1
 
     /// What a sealed value starts with. No identifier the API accepts holds a
     /// control character, so a stored value with this prefix is sealed and
@@ -21,31 +30,49 @@ public struct SubscriberKey: @unchecked Sendable {
 
     /// The key's bytes, to store in its own table.
     public let rawValue: Data
-    /// Made once: every seal, open and digest uses it.
-    private let key: SymmetricKey
+    /// Made once: every seal and open uses it.
+    private let sealingKey: SymmetricKey
+    /// Made once: every idempotency-key digest uses it.
+    private let digestKey: SymmetricKey
 
-    /// A fresh random key.
+    /// A fresh random key, stored with its derivation's version.
     public static func generate() -> SubscriberKey {
-        SubscriberKey(checked: SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) })
+        var raw = Data([derivedVersion])
+        raw.append(SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) })
+        return SubscriberKey(checked: raw)
     }
 
-    /// The key as stored (`rawValue`); anything but 32 bytes is refused.
+    /// The key as stored (`rawValue`): 32 bytes (made before derivation) or
+    /// the version byte and 32 bytes; anything else is refused.
     public init(rawValue: Data) throws(SealError) {
-        guard rawValue.count == Self.byteCount else { throw SealError.keyLength(rawValue.count) }
-        self.rawValue = rawValue
-        self.key = SymmetricKey(data: rawValue)
+        let derived = rawValue.count == Self.byteCount + 1 && rawValue.first == Self.derivedVersion
+        guard rawValue.count == Self.byteCount || derived else { throw SealError.keyLength(rawValue.count) }
+        self.init(checked: rawValue)
     }
 
     private init(checked rawValue: Data) {
         self.rawValue = rawValue
-        self.key = SymmetricKey(data: rawValue)
+        guard rawValue.count == Self.byteCount + 1 else {
+            sealingKey = SymmetricKey(data: rawValue)
+            digestKey = sealingKey
+            return
+        }
+        let material = SymmetricKey(data: rawValue.dropFirst())
+        sealingKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: material, info: Data("subledger subscriber seal v1".utf8),
+                                            outputByteCount: Self.byteCount)
+        digestKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: material, info: Data("subledger subscriber digest v1".utf8),
+                                           outputByteCount: Self.byteCount)
     }
+
+    /// Whether sealing and digests use keys derived apart (a key made since
+    /// derivation exists).
+    public var derivesItsKeys: Bool { rawValue.count == Self.byteCount + 1 }
 
     /// `value` sealed for the stream named `pseudonym`: the prefix, then
     /// base64url of nonce, ciphertext and tag. The pseudonym is authenticated
     /// with it, so a sealed value copied into another stream does not open.
     public func seal(_ value: String, pseudonym: String) throws -> String {
-        let box = try AES.GCM.seal(Data(value.utf8), using: key, authenticating: Data(pseudonym.utf8))
+        let box = try AES.GCM.seal(Data(value.utf8), using: sealingKey, authenticating: Data(pseudonym.utf8))
         guard let combined = box.combined else { throw SealError.unreadable }
         return Self.sealedPrefix + Self.base64URL(combined)
     }
@@ -55,7 +82,7 @@ public struct SubscriberKey: @unchecked Sendable {
         guard stored.hasPrefix(Self.sealedPrefix) else { return stored }
         guard let combined = Self.data(base64URL: stored.dropFirst(Self.sealedPrefix.count)),
               let box = try? AES.GCM.SealedBox(combined: combined),
-              let plain = try? AES.GCM.open(box, using: key, authenticating: Data(pseudonym.utf8)),
+              let plain = try? AES.GCM.open(box, using: sealingKey, authenticating: Data(pseudonym.utf8)),
               let value = String(data: plain, encoding: .utf8)
         else { throw SealError.unreadable }
         return value
@@ -77,7 +104,7 @@ public struct SubscriberKey: @unchecked Sendable {
     /// unreadable once the key is destroyed (ledger keys name device ids,
     /// transfers' subscribers and reminders).
     public func digest(ofLedgerKey ledgerKey: String) -> String {
-        Self.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data(ledgerKey.utf8), using: key)))
+        Self.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data(ledgerKey.utf8), using: digestKey)))
     }
 
     /// Base64url without padding, byte by byte: through three
@@ -112,7 +139,7 @@ public struct SubscriberKey: @unchecked Sendable {
 
 /// Why a personal field or a key could not be used.
 public enum SealError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A stored key that is not 32 bytes long.
+    /// A stored key that is neither 32 bytes nor the version byte and 32 bytes.
     case keyLength(Int)
     /// A sealed value that this key does not open: another key sealed it,
     /// or it was altered.
@@ -120,7 +147,7 @@ public enum SealError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .keyLength(let count): "a subscriber key is \(SubscriberKey.byteCount) bytes, not \(count)"
+        case .keyLength(let count): "a subscriber key is \(SubscriberKey.byteCount) or \(SubscriberKey.byteCount + 1) bytes, not \(count)"
         case .unreadable: "a sealed personal field does not open with the subscriber's key"
         }
     }
