@@ -48,6 +48,9 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("App Store notifications: \(error)")
             }
         }
+        if dependencies.appStoreVerifier == nil {
+            logger.notice("App Store notifications are off: set SUBLEDGER_APPSTORE_ROOT_CERTS and SUBLEDGER_APPSTORE_BUNDLE_ID to receive them (docs/appstore.md)")
+        }
         if dependencies.appStoreVerifier != nil, configuration.appStoreEnvironments.contains(.production),
            configuration.appStoreAppAppleID == nil {
             logger.warning("Production App Store notifications are accepted without SUBLEDGER_APPSTORE_APP_APPLE_ID: set it so notifications for another app are refused, as Apple's library requires")

@@ -38,7 +38,11 @@ public struct AppStoreIntegration: Sendable {
                 verifier = try Self.makeVerifier(configuration)
             } catch {
                 unavailable = "\(error)"
-                dependencies.logger.error("app store notifications disabled", metadata: ["error": "\(error)"])
+                // Not configured at all is a choice, which `serve` notes once
+                // at start; configured and unusable is an error.
+                if !configuration.appStoreRootCertificates.isEmpty || configuration.appStoreBundleID != nil {
+                    dependencies.logger.error("app store notifications disabled", metadata: ["error": "\(error)"])
+                }
             }
         }
         self.notifications = verifier.map {
