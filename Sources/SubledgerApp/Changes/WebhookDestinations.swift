@@ -70,15 +70,18 @@ public struct WebhookDestinations: Sendable {
         return rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
     }
 
-    /// Whether `address` may be connected to for `target`.
+    /// Whether `address` may be connected to for `target`. A resolved
+    /// address is not quoted: the answer must not tell an `admin` what an
+    /// internal name resolves to.
     func check(_ address: IPAddress, for target: Target) -> Refusal? {
         let kind = address.kind
+        let subject = target.literal == nil ? "\(target.host) resolves to an address that is not" : "\(address) is not"
         if !target.isHTTPS && kind != .loopback {
-            return Refusal(description: "plain http is allowed only to loopback; \(address) is not")
+            return Refusal(description: "plain http is allowed only to loopback; \(subject)")
         }
         if kind != .global && !allowPrivate {
-            return Refusal(description: "\(target.literal == nil ? "\(target.host) resolves to" : "the address is") "
-                           + "\(kind.rawValue) (\(address)); only public addresses are allowed")
+            return Refusal(description: target.literal == nil ? "\(target.host) resolves to a \(kind.rawValue) address; only public addresses are allowed"
+                           : "\(address) is a \(kind.rawValue) address; only public addresses are allowed")
         }
         return nil
     }
