@@ -42,6 +42,48 @@ struct WebhookIsolationTests {
         }
     }
 
+    /// Two instances' loops over one database, two endpoints, subscribers
+    /// with several changes each: every change reaches each endpoint once,
+    /// each subscriber's in `sequence` order (the claims' row locks and the
+    /// head-of-queue rule, kept by the per-endpoint claim).
+    @Test func twoLoopsSendEachChangeOnceAndInOrderPerSubscriber() async throws {
+        try await ChangeFixture.with { client, fixture in
+            let first = ChangeReceiver()
+            let second = ChangeReceiver(delay: .milliseconds(30))
+            try await withChangeReceiver(first) { firstURL in
+                try await withChangeReceiver(second) { secondURL in
+                    for url in [firstURL, secondURL] {
+                        #expect(try await client.post("/v1/webhooks", #"{"url": "\#(url)"}"#, key: Keys.admin).status == .created)
+                    }
+                    let loops = (0..<2).map { _ in Task { await fixture.loopingDispatcher().runUntilCancelled() } }
+                    defer { loops.forEach { $0.cancel() } }
+                    let start = Date() - 10 * 86_400
+                    for index in 0..<30 {
+                        #expect(try await client.post("/v1/subscribers/two-\(index)/events",
+                                                      monthlyJSON("two-\(index)", at: start, expires: start + 30 * 86_400)).status == .created)
+                        #expect(try await client.post("/v1/subscribers/two-\(index)/events",
+                                                      purchaseJSON("two-l\(index)", product: "com.example.level2")).status == .created)
+                    }
+                    try await fixture.project()
+                    let stored = try await fixture.changes()
+                    let started = ContinuousClock.now
+                    for receiver in [first, second] {
+                        while await receiver.acceptedIDs.count < stored.count, ContinuousClock.now - started < .seconds(60) {
+                            try await Task.sleep(for: .milliseconds(20))
+                        }
+                        let requests = await receiver.requests
+                        #expect(requests.count == stored.count, "each change once: \(requests.count) requests, \(stored.count) changes")
+                        #expect(Set(requests.map(\.id)) == Set(stored.map(\.id)))
+                        for index in 0..<30 {
+                            let sequences = requests.filter { $0.subscriberID == "two-\(index)" }.map(\.sequence)
+                            #expect(sequences == sequences.sorted() && sequences.count > 2, "two-\(index): \(sequences)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Publishes purchases of `count` subscribers and returns how long it took
     /// until `receiver` had accepted `expected` changes in all.
     static func publishAndTime(_ client: some TestClientProtocol, _ fixture: ChangeFixture, first: Int, count: Int,
