@@ -115,6 +115,22 @@ struct WebhookDestinationTests {
         }
     }
 
+    /// The connection goes to the checked address, not to a second lookup
+    /// of the name: a name that does not resolve at all (`.invalid`) reaches
+    /// the receiver on the address it was pinned to, and the request still
+    /// names the host.
+    @Test func aPinnedClientConnectsToTheCheckedAddress() async throws {
+        let receiver = ChangeReceiver()
+        try await withChangeReceiver(receiver) { url in
+            let port = try #require(URL(string: url)?.port)
+            let client = await PinnedHTTPClients.shared.client(host: "pinned.invalid", address: try #require(IPAddress("127.0.0.1")))
+            let outcome = await WebhookPost.send(Data(#"{"id": "pinned"}"#.utf8), to: "http://pinned.invalid:\(port)/changes", secrets: [],
+                                                 client: client, timeout: .seconds(5))
+            #expect((try? outcome.get()) != nil, "\(outcome)")
+            #expect(await receiver.acceptedIDs == ["pinned"])
+        }
+    }
+
     @Test func addressesAreClassified() {
         let cases: [(String, IPAddress.Kind)] = [
             ("8.8.8.8", .global), ("127.0.0.1", .loopback), ("127.255.0.1", .loopback), ("10.0.0.1", .privateNetwork),

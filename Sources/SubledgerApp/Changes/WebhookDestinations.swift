@@ -103,7 +103,10 @@ public struct WebhookDestinations: Sendable {
     }
 
     /// Before a connection: the address to connect to, every resolved one
-    /// having passed the checks; nil for a URL naming an address itself.
+    /// having passed the checks; nil for a URL naming an address itself,
+    /// and when private addresses are allowed (tests and development: the
+    /// client then tries every address, e.g. `localhost`'s `::1` and
+    /// `127.0.0.1`, all of them checked here).
     func addressForConnection(_ target: Target) async -> Result<IPAddress?, Refusal> {
         if let literal = target.literal {
             return check(literal, for: target).map { .failure($0) } ?? .success(nil)
@@ -116,7 +119,7 @@ public struct WebhookDestinations: Sendable {
         }
         guard let first = addresses.first else { return .failure(Refusal(description: "the host name does not resolve")) }
         if let refusal = addresses.lazy.compactMap({ check($0, for: target) }).first { return .failure(refusal) }
-        return .success(first)
+        return .success(allowPrivate ? nil : first)
     }
 }
 
