@@ -49,7 +49,9 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
     // The change feed: pulled, and pushed to registered webhooks.
     ChangesController(reader: ChangeFeedReader(dependencies, listings: reads.listings), keys: keys,
                       maximumWait: dependencies.configuration.changesMaximumWait).addRoutes(to: router)
-    WebhooksController(store: WebhookStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
+    WebhooksController(store: WebhookStore(pool: dependencies.pool, sealing: WebhookSealingSource(dependencies.configuration.secret)),
+                       keys: keys, destinations: WebhookDestinations(allowPrivate: dependencies.configuration.webhookAllowPrivate))
+        .addRoutes(to: router)
     GrantsController(writer: writer, keys: keys).addRoutes(to: router)
     ErasureController(service: ErasureService(dependencies), keys: keys).addRoutes(to: router)
     AuditController(trail: dependencies.auditTrail, pool: dependencies.pool, keys: keys).addRoutes(to: router)

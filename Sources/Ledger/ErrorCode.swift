@@ -170,6 +170,8 @@ extension ErrorCode {
     public static let webhookNotFound = ErrorCode(rawValue: "webhook_not_found")
     /// The endpoint has no delivery with that id.
     public static let deliveryNotFound = ErrorCode(rawValue: "delivery_not_found")
+    /// As many webhook endpoints as allowed (50) are registered already (409).
+    public static let webhookLimitReached = ErrorCode(rawValue: "webhook_limit_reached")
 }
 
 // MARK: Support actions

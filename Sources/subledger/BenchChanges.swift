@@ -88,6 +88,7 @@ struct ChangesBench {
             // Deliveries: two dispatchers (two instances), until none is pending.
             var settings = ChangeDispatcher.Settings()
             settings.batchSize = 64
+            settings.destinations = WebhookDestinations(allowPrivate: true)  // the bench's receiver is on loopback
             let dispatchers = (0..<2).map { _ in ChangeDispatcher(pool: pool, conninfo: conninfo, settings: settings) }
             let delivering = TerminalProgress(label: "deliver \(changes) changes to a loopback receiver")
             let deliveryStart = ContinuousClock.now

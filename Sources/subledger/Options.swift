@@ -23,6 +23,7 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong(Variable.restoreVerify.flag), help: ArgumentHelp(Variable.restoreVerify.flagHelp)) var restoreVerify: String?
     @Option(name: .customLong(Variable.webhookURL.flag), help: ArgumentHelp(Variable.webhookURL.flagHelp)) var webhookURL: String?
     @Option(name: .customLong(Variable.webhookSecret.flag), help: ArgumentHelp(Variable.webhookSecret.flagHelp)) var webhookSecret: String?
+    @Option(name: .customLong(Variable.webhookAllowPrivate.flag), help: ArgumentHelp(Variable.webhookAllowPrivate.flagHelp)) var webhookAllowPrivate: String?
     @Option(name: .customLong(Variable.expirySweepInterval.flag), help: ArgumentHelp(Variable.expirySweepInterval.flagHelp)) var expirySweepInterval: String?
     @Option(name: .customLong(Variable.maximumBodyBytes.flag), help: ArgumentHelp(Variable.maximumBodyBytes.flagHelp)) var maximumBodyBytes: String?
     @Option(name: .customLong(Variable.statementTimeout.flag), help: ArgumentHelp(Variable.statementTimeout.flagHelp)) var statementTimeout: String?
@@ -66,6 +67,7 @@ struct ConfigurationOptions: ParsableArguments {
             (.restoreVerify, restoreVerify),
             (.webhookURL, webhookURL),
             (.webhookSecret, webhookSecret),
+            (.webhookAllowPrivate, webhookAllowPrivate),
             (.expirySweepInterval, expirySweepInterval),
             (.maximumBodyBytes, maximumBodyBytes),
             (.statementTimeout, statementTimeout),

@@ -67,6 +67,8 @@ struct ChangeFeedCrashTests {
                     "SUBLEDGER_PRODUCTS": catalog.path, "SUBLEDGER_SQL_DIR": TestDatabase.sqlDirectory.path,
                     "SUBLEDGER_DATA_DIR": folder.path, "LOG_LEVEL": "error",
                     "SUBLEDGER_WEBHOOK_URL": url, "SUBLEDGER_WEBHOOK_SECRET": "whsec-crash", "SUBLEDGER_CHANGES_SWEEP_INTERVAL": "1",
+                    // The receiver is on http://127.0.0.1.
+                    "SUBLEDGER_WEBHOOK_ALLOW_PRIVATE": "true",
                 ]
                 process.standardOutput = FileHandle.nullDevice
                 process.standardError = FileHandle.nullDevice

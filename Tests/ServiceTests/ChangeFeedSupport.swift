@@ -115,6 +115,7 @@ struct ChangeFixture: Sendable {
         settings.firstRetry = firstRetry
         settings.requestTimeout = .seconds(5)
         settings.lease = .seconds(30)
+        settings.destinations = WebhookDestinations(allowPrivate: dependencies.configuration.webhookAllowPrivate)
         return ChangeDispatcher(pool: pool, conninfo: pool.configuration.conninfo, settings: settings)
     }
 

@@ -41,6 +41,8 @@ func makeDependencies(restorePolicy: RestorePolicy = .transfer, poolSize: Int = 
     var configuration = SubledgerConfiguration()
     configuration.apiKeys = APIKeys([(.ingest, Keys.ingest), (.support, Keys.support), (.admin, Keys.admin)])
     configuration.restorePolicy = restorePolicy
+    // The tests' webhook receivers listen on http://127.0.0.1.
+    configuration.webhookAllowPrivate = true
     let logger = Logger(label: "server-tests")
     let pool = ConnectionPool(configuration: poolConfiguration, logger: logger)
     let data = Data(exampleCatalogJSON.utf8)

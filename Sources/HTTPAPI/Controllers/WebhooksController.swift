@@ -10,6 +10,8 @@ import SubledgerApp
 struct WebhooksController {
     let store: WebhookStore
     let keys: APIKeys
+    /// Where endpoints may point (`SUBLEDGER_WEBHOOK_ALLOW_PRIVATE`).
+    let destinations: WebhookDestinations
 
     func addRoutes(to router: Router<AppRequestContext>) {
         let group = router.group("v1/webhooks").add(middleware: AuthMiddleware(keys: keys, access: .admin))
@@ -18,6 +20,7 @@ struct WebhooksController {
         group.delete(":webhookId", use: delete)
         group.get(":webhookId/deliveries", use: deliveries)
         group.post(":webhookId/deliveries/:deliveryId/retry", use: retry)
+        group.post(":webhookId/rotate-secret", use: rotateSecret)
     }
 
     struct ListBody: Encodable {
@@ -28,7 +31,7 @@ struct WebhooksController {
         var deliveries: [WebhookStore.Delivery]
     }
 
-    static let maximumURLBytes = 2048
+    static let maximumURLBytes = WebhookDestinations.maximumURLBytes
     static let maximumDescriptionBytes = 500
     static let maximumTypes = 100
 
@@ -38,8 +41,11 @@ struct WebhooksController {
             throw LedgerError.invalidJSON("expected an object {\"url\", \"types\", \"description\"}")
         }
         guard let urlValue = fields["url"], urlValue != .null else { throw LedgerError.missingField("url") }
-        guard case .string(let url) = urlValue, Self.isWebhookURL(url) else {
-            throw LedgerError.invalidField("url", expected: "an absolute http or https URL of at most \(Self.maximumURLBytes) bytes")
+        guard case .string(let url) = urlValue else {
+            throw LedgerError.invalidField("url", expected: "an absolute https URL of at most \(Self.maximumURLBytes) bytes")
+        }
+        if let refusal = await destinations.checkForRegistration(url) {
+            throw LedgerError.invalidField("url", expected: "an https URL of a public host, without credentials (\(refusal))")
         }
         var types: [String] = []
         switch fields["types"] {
@@ -68,8 +74,23 @@ struct WebhooksController {
         default:
             throw LedgerError.invalidField("description", expected: "a string")
         }
-        let endpoint = try await store.create(url: url, types: types, description: description)
-        return try .json(endpoint, status: .created)
+        do {
+            return try .json(try await store.create(url: url, types: types, description: description), status: .created)
+        } catch is WebhookStore.LimitReached {
+            throw LedgerError(kind: .conflict, code: .webhookLimitReached,
+                              message: "At most \(WebhookStore.maximumEndpoints) webhook endpoints may be registered; delete one first.",
+                              field: nil)
+        }
+    }
+
+    /// A new secret, shown once; the old one signs too for 24 hours.
+    @Sendable func rotateSecret(request: Request, context: AppRequestContext) async throws -> Response {
+        let id = try Self.webhookID(context)
+        if id == ReminderWebhook.endpointID {
+            throw LedgerError.invalidField("webhookId", expected: "a registered endpoint; the reminder webhook's secret is set by configuration")
+        }
+        guard let endpoint = try await store.rotateSecret(of: id) else { throw Self.webhookNotFound }
+        return try .json(endpoint)
     }
 
     @Sendable func list(request: Request, context: AppRequestContext) async throws -> Response {
@@ -111,12 +132,5 @@ struct WebhooksController {
 
     static var webhookNotFound: LedgerError {
         LedgerError(kind: .notFound, code: .webhookNotFound, message: "No webhook with that id.", field: "webhookId")
-    }
-
-    static func isWebhookURL(_ text: String) -> Bool {
-        guard text.utf8.count <= maximumURLBytes, !text.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }),
-              let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty else { return false }
-        return true
     }
 }

@@ -23,6 +23,9 @@ public struct SubledgerConfiguration: Sendable {
     public var restorePolicy: RestorePolicy
     public var webhookURL: String?
     public var webhookSecret: String?
+    /// Whether webhook endpoints may be loopback or private addresses
+    /// (`SUBLEDGER_WEBHOOK_ALLOW_PRIVATE`; `WebhookDestinations`).
+    public var webhookAllowPrivate: Bool
     /// Between runs of the expiry sweeper.
     public var expirySweepInterval: Duration
     public var appStoreRootCertificates: [String]
@@ -124,6 +127,11 @@ public struct SubledgerConfiguration: Sendable {
         restorePolicy = parsedPolicy
         webhookURL = value(.webhookURL)
         webhookSecret = value(.webhookSecret)
+        switch (value(.webhookAllowPrivate) ?? "").lowercased() {
+        case "false": webhookAllowPrivate = false
+        case "true": webhookAllowPrivate = true
+        case let other: throw fail(.webhookAllowPrivate, "expected true or false, got \(other.prefix(64))")
+        }
         let sweep = value(.expirySweepInterval) ?? ""
         guard let sweepSeconds = Int(sweep), sweepSeconds > 0 else {
             throw fail(.expirySweepInterval, "expected a positive number of seconds, got \(sweep)")

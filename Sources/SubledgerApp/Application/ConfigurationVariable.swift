@@ -60,6 +60,9 @@ extension ConfigurationVariable {
         "SUBLEDGER_WEBHOOK_URL", flag: "webhook-url", help: "Where reminders are POSTed; absent: none are sent")
     public static let webhookSecret = ConfigurationVariable(
         "SUBLEDGER_WEBHOOK_SECRET", flag: "webhook-secret", help: "HMAC secret that signs the reminder webhook")
+    public static let webhookAllowPrivate = ConfigurationVariable(
+        "SUBLEDGER_WEBHOOK_ALLOW_PRIVATE", flag: "webhook-allow-private", default: "false",
+        help: "true: webhook endpoints may be loopback or private addresses, and plain http to loopback (tests)")
     public static let expirySweepInterval = ConfigurationVariable(
         "SUBLEDGER_EXPIRY_SWEEP_INTERVAL", flag: "expiry-sweep-interval", default: "30",
         help: "Seconds between expiry sweeps")
@@ -136,7 +139,7 @@ extension ConfigurationVariable {
     /// Every variable, in the order `--help` and the docs list them.
     public static let all: [ConfigurationVariable] = [
         databaseURL, dataDirectory, sqlDirectory, host, port, apiKeys, products, restorePolicy, restoreVerify,
-        webhookURL, webhookSecret, expirySweepInterval, maximumBodyBytes, statementTimeout, lockTimeout,
+        webhookURL, webhookSecret, webhookAllowPrivate, expirySweepInterval, maximumBodyBytes, statementTimeout, lockTimeout,
         idleInTransactionTimeout, appStoreRootCertificates, appStoreBundleID, appStoreAppAppleID, appStoreEnvironments,
         appStoreVerifyURL, appStoreSandboxURL, appStoreSharedSecret, appStoreKeyFile, appStoreKeyID, appStoreIssuerID,
         appStoreAPIURL, appStoreAPISandboxURL, appStoreReconcileInterval, httpReadTimeout, httpIdleTimeout,

@@ -15,13 +15,18 @@ import Synchronization
 ///
 /// Kept outside the database on purpose: a secret stored beside the data it
 /// protects is in every dump of that data.
-public struct InstallationSecret: Sendable {
+///
+/// `@unchecked Sendable`: `SymmetricKey` is not marked `Sendable` (swift-crypto
+/// 3.12), but it is an immutable value; these keys are never mutated.
+public struct InstallationSecret: @unchecked Sendable {
     /// Each derived key's use, which is also its HKDF `info`.
     public enum Purpose: String, Sendable, CaseIterable {
         /// `APIKeys.fingerprint(of:)`: which key acted, in the audit.
         case keyFingerprint = "subledger key fingerprint v1"
         /// `LogReference.subscriber(_:)`: which subscriber a log line is about.
         case logReference = "subledger log reference v1"
+        /// `WebhookSecretSealing`: the key that seals webhook endpoints' secrets.
+        case webhookSecretSealing = "subledger webhook secret sealing v1"
     }
 
     /// The shortest secret accepted, in bytes of its text: 256 bits of a
@@ -62,6 +67,12 @@ public struct InstallationSecret: Sendable {
 
     /// Whether a secret was given.
     public var isConfigured: Bool { !keys.isEmpty }
+
+    /// The bytes of the key derived for `purpose`, for uses that are not
+    /// digests (sealing); nil without a secret.
+    public func derivedKeyBytes(for purpose: Purpose) -> Data? {
+        keys[purpose].map { $0.withUnsafeBytes { Data($0) } }
+    }
 
     /// The first `hexDigits` hexadecimal digits of the keyed digest of
     /// `bytes` for `purpose` (HMAC-SHA256), or, without a secret, of

@@ -29,6 +29,9 @@ public struct PreparedDatabase: Sendable {
             // Streams written before erasure existed get their pseudonyms and keys (once).
             let converted = try await PlainStreamConversion.run(conninfo: prepared.conninfo, logger: logger)
             if converted > 0 { logger.notice("subscriber streams converted for erasure", metadata: ["streams.converted": "\(converted)"]) }
+            // Webhook secrets stored plain by an earlier version are sealed (once).
+            try await WebhookSecretSealing.sealStoredSecrets(
+                secret: configuration.secret.derivedKeyBytes(for: .webhookSecretSealing), conninfo: prepared.conninfo, logger: logger)
         }
         if prepared.cluster == nil, let collation = await linguisticCollation(conninfo: prepared.conninfo) {
             logger.notice("the database sorts text linguistically; one created with the C collation writes faster", metadata: [

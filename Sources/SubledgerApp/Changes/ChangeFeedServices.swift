@@ -12,6 +12,9 @@ public func makeChangeFeedServices(
     dispatcher settings: ChangeDispatcher.Settings = ChangeDispatcher.Settings()
 ) -> [any Service] {
     let logger = dependencies.logger
+    var settings = settings
+    settings.destinations = WebhookDestinations(allowPrivate: dependencies.configuration.webhookAllowPrivate)
+    settings.sealing = WebhookSealingSource(dependencies.configuration.secret)
     return [
         ConsumerRunner(store: dependencies.store, consumer: ChangeFeedConsumer(catalog: dependencies.catalog.catalog),
                        conninfo: conninfo, logger: logger),

@@ -21,17 +21,21 @@ public struct ReminderWebhook: Sendable, Equatable {
     public var secret: String?
     /// Attempts before the reminder is `failed`.
     public var maximumAttempts: Int
+    /// What seals the secret where it is stored (`WebhookSecretSealing`).
+    public var sealingSecret: Data?
 
-    public init(url: String, secret: String?, maximumAttempts: Int = 10) {
+    public init(url: String, secret: String?, maximumAttempts: Int = 10, sealingSecret: Data? = nil) {
         self.url = url
         self.secret = secret
         self.maximumAttempts = maximumAttempts
+        self.sealingSecret = sealingSecret
     }
 
     /// The configured one; nil without `SUBLEDGER_WEBHOOK_URL`.
     public init?(_ configuration: SubledgerConfiguration) {
         guard let url = configuration.webhookURL else { return nil }
-        self.init(url: url, secret: configuration.webhookSecret)
+        self.init(url: url, secret: configuration.webhookSecret,
+                  sealingSecret: configuration.secret.derivedKeyBytes(for: .webhookSecretSealing))
     }
 
     /// Writes the endpoint as configured, or removes it (with its
@@ -43,13 +47,18 @@ public struct ReminderWebhook: Sendable, Equatable {
             return
         }
         let typesJSON = PostgresJSON(data: try JSONEncoder().encode(types))
+        var sealed: String?
+        if let secret = webhook.secret {
+            sealed = try await WebhookSecretSealing.load(secret: webhook.sealingSecret, pool: pool).seal(secret)
+        }
         try await pool.query("""
             INSERT INTO webhook_endpoints (id, url, secret, types, description, max_attempts)
-            VALUES (\(endpointID), \(webhook.url), \(webhook.secret),
+            VALUES (\(endpointID), \(webhook.url), \(sealed),
                     ARRAY(SELECT jsonb_array_elements_text(\(typesJSON)::jsonb)), 'SUBLEDGER_WEBHOOK_URL: reminders',
                     \(webhook.maximumAttempts))
             ON CONFLICT (id) DO UPDATE SET url = excluded.url, secret = excluded.secret, types = excluded.types,
-                description = excluded.description, max_attempts = excluded.max_attempts
+                description = excluded.description, max_attempts = excluded.max_attempts,
+                previous_secret = NULL, previous_secret_expires_at = NULL
             """)
     }
 }

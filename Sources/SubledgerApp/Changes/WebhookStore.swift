@@ -11,8 +11,10 @@ public struct WebhookStore: Sendable {
         public var types: [String]
         public var description: String
         public var createdAt: Date
-        /// Only in the answer to the creation.
+        /// Only in the answers to the creation and to a rotation.
         public var secret: String?
+        /// After a rotation, until when the previous secret still signs too.
+        public var previousSecretExpiresAt: Date?
     }
 
     public struct Delivery: Sendable, Encodable {
@@ -32,34 +34,79 @@ public struct WebhookStore: Sendable {
         case pending, sent, failed
     }
 
-    let pool: ConnectionPool
+    /// Registered endpoints at most (the reminder webhook not counted): each
+    /// is claimed and delivered on its own, so their number is bounded.
+    public static let maximumEndpoints = 50
+    /// How long the previous secret still signs after a rotation.
+    public static let rotationOverlap: Duration = .seconds(86_400)
 
-    public init(pool: ConnectionPool) {
+    /// `maximumEndpoints` are registered already.
+    public struct LimitReached: Error {}
+
+    let pool: ConnectionPool
+    let sealing: WebhookSealingSource
+
+    public init(pool: ConnectionPool, sealing: WebhookSealingSource = WebhookSealingSource(secret: nil)) {
         self.pool = pool
+        self.sealing = sealing
     }
 
-    /// Registers an endpoint with a new secret, shown in this answer only.
+    /// Registers an endpoint with a new secret, shown in this answer only,
+    /// stored sealed. Registrations are counted under a lock, so concurrent
+    /// ones cannot pass `maximumEndpoints` together.
     public func create(url: String, types: [String], description: String) async throws -> Endpoint {
         let id = "whk_" + Self.randomHex(bytes: 12)
         let secret = "whsec_" + Self.randomHex(bytes: 24)
+        let sealed = try await sealing.sealing(pool: pool).seal(secret)
         let typesJSON = PostgresJSON(data: try JSONEncoder().encode(types))
-        let rows = try await pool.query("""
-            INSERT INTO webhook_endpoints (id, url, secret, types, description)
-            VALUES (\(id), \(url), \(secret), ARRAY(SELECT jsonb_array_elements_text(\(typesJSON)::jsonb)), \(description))
-            RETURNING created_at
-            """)
-        return Endpoint(id: id, url: url, types: types, description: description, createdAt: try rows.first!.decode(Date.self, at: 0),
-                        secret: secret)
+        let createdAt = try await pool.withTransaction { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('subledger webhook registration'))")
+            let count = try await connection.query("""
+                SELECT count(*) FROM webhook_endpoints WHERE id <> \(ReminderWebhook.endpointID)
+                """).first!.decode(Int.self, at: 0)
+            guard count < Self.maximumEndpoints else { throw LimitReached() }
+            return try await connection.query("""
+                INSERT INTO webhook_endpoints (id, url, secret, types, description)
+                VALUES (\(id), \(url), \(sealed), ARRAY(SELECT jsonb_array_elements_text(\(typesJSON)::jsonb)), \(description))
+                RETURNING created_at
+                """).first!.decode(Date.self, at: 0)
+        }
+        return Endpoint(id: id, url: url, types: types, description: description, createdAt: createdAt, secret: secret)
     }
+
+    static let endpointColumns = """
+        id, url, to_jsonb(types)::text, description, created_at,
+        CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END
+        """
 
     public func list() async throws -> [Endpoint] {
         try await pool.query("""
-            SELECT id, url, to_jsonb(types)::text, description, created_at FROM webhook_endpoints ORDER BY created_at, id
-            """).map { row in
-            Endpoint(id: try row.decode(String.self, at: 0), url: try row.decode(String.self, at: 1),
-                     types: try JSONDecoder().decode([String].self, from: Data(try row.decode(String.self, at: 2).utf8)),
-                     description: try row.decode(String.self, at: 3), createdAt: try row.decode(Date.self, at: 4), secret: nil)
-        }
+            SELECT \(unsafeRaw: Self.endpointColumns) FROM webhook_endpoints ORDER BY created_at, id
+            """).map { try Self.endpoint($0, secret: nil) }
+    }
+
+    static func endpoint(_ row: PostgresRow, secret: String?) throws -> Endpoint {
+        Endpoint(id: try row.decode(String.self, at: 0), url: try row.decode(String.self, at: 1),
+                 types: try JSONDecoder().decode([String].self, from: Data(try row.decode(String.self, at: 2).utf8)),
+                 description: try row.decode(String.self, at: 3), createdAt: try row.decode(Date.self, at: 4), secret: secret,
+                 previousSecretExpiresAt: try row.decode(Date?.self, at: 5))
+    }
+
+    /// Gives the endpoint a new secret, shown in this answer only; the one it
+    /// had keeps signing, beside the new one, for `rotationOverlap` (a
+    /// second rotation within that time ends the older one at once). Nil
+    /// when there is no such endpoint; the reminder webhook's secret is the
+    /// configuration's.
+    public func rotateSecret(of id: String) async throws -> Endpoint? {
+        let secret = "whsec_" + Self.randomHex(bytes: 24)
+        let sealed = try await sealing.sealing(pool: pool).seal(secret)
+        return try await pool.query("""
+            UPDATE webhook_endpoints
+            SET previous_secret = secret, secret = \(sealed),
+                previous_secret_expires_at = now() + make_interval(secs => \(Double(Self.rotationOverlap.components.seconds)))
+            WHERE id = \(id) AND id <> \(ReminderWebhook.endpointID)
+            RETURNING \(unsafeRaw: Self.endpointColumns)
+            """).first.map { try Self.endpoint($0, secret: secret) }
     }
 
     public func exists(_ id: String) async throws -> Bool {

@@ -17,22 +17,49 @@ enum WebhookPost {
     /// How much of a receiver's answer is read before it is dropped.
     static let maximumResponseBytes = 64 * 1024
 
-    /// Posts `body` to `url`, signed with `secret` when there is one and
-    /// naming the change in `Subledger-Event-Id` when `eventID` is given.
-    static func send(_ body: Data, to url: String, secret: String?, eventID: String? = nil,
-                     client: HTTPClient, timeout: Duration) async -> Result<Void, WebhookDeliveryFailure> {
+    /// Posts `body` to `url`, signed with `secrets` when there are any (the
+    /// current one first, then one still valid after a rotation) and naming
+    /// the change in `Subledger-Event-Id` when `eventID` is given.
+    ///
+    /// With `destinations` (a registered endpoint) the destination is checked
+    /// first and the connection pinned to the checked address, and a failure
+    /// is described by its class only (status, timeout, redirect, connection
+    /// failed, refused destination): the error is read back through the API
+    /// and must not tell an `admin` more about the network than that. Without
+    /// (the operator's reminder webhook) nothing is checked and the error
+    /// says more (a redirect's `Location`, escaped and cut).
+    static func send(_ body: Data, to url: String, secrets: [String], eventID: String? = nil,
+                     destinations: WebhookDestinations? = nil,
+                     client defaultClient: HTTPClient, timeout: Duration) async -> Result<Void, WebhookDeliveryFailure> {
+        var client = defaultClient
+        if let destinations {
+            switch destinations.target(url) {
+            case .failure(let refusal):
+                return .failure(WebhookDeliveryFailure(description: "destination refused: \(refusal)"))
+            case .success(let target):
+                switch await destinations.addressForConnection(target) {
+                case .failure(let refusal):
+                    return .failure(WebhookDeliveryFailure(description: "destination refused: \(refusal)"))
+                case .success(let address?):
+                    client = await PinnedHTTPClients.shared.client(host: target.host, address: address)
+                case .success(nil):
+                    break
+                }
+            }
+        }
+        let detailed = destinations == nil
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "User-Agent", value: "subledger")
         if let eventID { request.headers.add(name: "Subledger-Event-Id", value: eventID) }
-        if let secret {
+        if !secrets.isEmpty {
             request.headers.add(name: WebhookSignature.headerName,
-                                value: WebhookSignature.header(body: body, secret: secret, timestamp: Int(Date().timeIntervalSince1970)))
+                                value: WebhookSignature.header(body: body, secrets: secrets, timestamp: Int(Date().timeIntervalSince1970)))
         }
         request.body = .bytes(ByteBuffer(bytes: body))
         do {
-            let (status, location) = try await withDeadline(timeout) { [request] in
+            let (status, location) = try await withDeadline(timeout) { [request, client] in
                 let response = try await client.execute(request, timeout: .nanoseconds(Int64(timeout / .nanoseconds(1))))
                 var read = 0
                 for try await chunk in response.body {
@@ -42,6 +69,9 @@ enum WebhookPost {
                 return (response.status.code, response.headers.first(name: "location"))
             }
             if (300..<400).contains(status) {
+                guard detailed else {
+                    return .failure(WebhookDeliveryFailure(description: "HTTP \(status): redirects are not followed; configure the final URL"))
+                }
                 return .failure(WebhookDeliveryFailure(
                     description: "HTTP \(status) redirect to \(location.map { UntrustedText.escaped($0, limit: 200) } ?? "nowhere"): "
                         + "redirects are not followed; configure the final URL"))
@@ -50,6 +80,7 @@ enum WebhookPost {
         } catch is DeadlineExceeded {
             return .failure(WebhookDeliveryFailure(description: "no answer within \(timeout)"))
         } catch {
+            guard detailed else { return .failure(WebhookDeliveryFailure(description: "connection failed")) }
             return .failure(WebhookDeliveryFailure(description: UntrustedText.escaped("\(error)", limit: 500)))
         }
     }

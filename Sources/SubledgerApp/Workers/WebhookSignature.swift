@@ -7,7 +7,14 @@ public enum WebhookSignature {
     public static let headerName = "Subledger-Signature"
 
     public static func header(body: Data, secret: String, timestamp: Int) -> String {
-        "t=\(timestamp),v1=\(hex(body: body, secret: secret, timestamp: timestamp))"
+        header(body: body, secrets: [secret], timestamp: timestamp)
+    }
+
+    /// One `v1` per secret, in order: after a rotation the new secret's and
+    /// the old one's (`t=…,v1=NEW,v1=OLD`), so a receiver that knows either
+    /// verifies the request.
+    public static func header(body: Data, secrets: [String], timestamp: Int) -> String {
+        (["t=\(timestamp)"] + secrets.map { "v1=" + hex(body: body, secret: $0, timestamp: timestamp) }).joined(separator: ",")
     }
 
     /// The hex HMAC of `"<timestamp>.<body>"`.
