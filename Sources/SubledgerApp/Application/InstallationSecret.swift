@@ -15,10 +15,7 @@ import Synchronization
 ///
 /// Kept outside the database on purpose: a secret stored beside the data it
 /// protects is in every dump of that data.
-///
-/// `@unchecked Sendable`: `SymmetricKey` is not marked `Sendable` (swift-crypto
-/// 3.12), but it is an immutable value; these keys are never mutated.
-public struct InstallationSecret: @unchecked Sendable {
+public struct InstallationSecret: Sendable {
     /// Each derived key's use, which is also its HKDF `info`.
     public enum Purpose: String, Sendable, CaseIterable {
         /// `APIKeys.fingerprint(of:)`: which key acted, in the audit.
