@@ -50,7 +50,7 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
     ChangesController(reader: ChangeFeedReader(dependencies, listings: reads.listings), keys: keys,
                       maximumWait: dependencies.configuration.changesMaximumWait).addRoutes(to: router)
     WebhooksController(store: WebhookStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
-    GrantsController(writer: writer, keys: keys).addRoutes(to: router)
+    GrantsController(writer: writer, keys: keys, maximumDuration: dependencies.configuration.grantMaximumDuration).addRoutes(to: router)
     ErasureController(service: ErasureService(dependencies), keys: keys).addRoutes(to: router)
     AuditController(trail: dependencies.auditTrail, pool: dependencies.pool, keys: keys).addRoutes(to: router)
     return router
