@@ -64,6 +64,35 @@ struct ChangeFeedCostTests {
             }
         }
     }
+
+    /// A filtered long-poll woken by changes it does not want waits on from
+    /// past them (its answer's cursor has moved), and answers at once when a
+    /// wanted one comes.
+    @Test func aFilteredLongPollWaitsOnPastChangesItDoesNotWant() async throws {
+        try await ChangeFixture.with { client, fixture in
+            let start = try #require(try await client.get("/v1/changes?types=refunded", key: Keys.support).json["nextCursor"]?.string)
+            let clock = ContinuousClock()
+            let began = clock.now
+            async let held = client.get("/v1/changes?types=refunded&wait=3&after=\(start)", key: Keys.support)
+            try await Task.sleep(for: .milliseconds(500))
+            try await fixture.insertChanges(5, type: "renewed", subscribers: 1)
+            try await fixture.pool.query("SELECT pg_notify('subledger_changes', '')")
+            let answer = try await held
+            #expect(clock.now - began >= .milliseconds(2800), "held for the whole wait")
+            #expect(answer.json["changes"]?.array.isEmpty == true)
+            let moved = try #require(answer.json["nextCursor"]?.string)
+            #expect(moved != start, "the cursor moved past the changes examined")
+
+            async let wanted = client.get("/v1/changes?types=refunded&wait=10&after=\(moved)", key: Keys.support)
+            try await Task.sleep(for: .milliseconds(500))
+            let published = clock.now
+            try await fixture.insertChanges(1, type: "refunded", subscribers: 1, prefix: "wanted", sequenceBase: 1000)
+            try await fixture.pool.query("SELECT pg_notify('subledger_changes', '')")
+            let found = try await wanted
+            #expect(found.json["changes"]?.array.compactMap { $0["id"]?.string } == ["wanted-0"])
+            #expect(clock.now - published < .seconds(2))
+        }
+    }
 }
 
 extension ChangeFixture {
