@@ -52,7 +52,7 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
     WebhooksController(store: WebhookStore(pool: dependencies.pool, sealing: WebhookSealingSource(dependencies.configuration.secret)),
                        keys: keys, destinations: WebhookDestinations(allowPrivate: dependencies.configuration.webhookAllowPrivate))
         .addRoutes(to: router)
-    GrantsController(writer: writer, keys: keys).addRoutes(to: router)
+    GrantsController(writer: writer, keys: keys, maximumDuration: dependencies.configuration.grantMaximumDuration).addRoutes(to: router)
     ErasureController(service: ErasureService(dependencies), keys: keys).addRoutes(to: router)
     AuditController(trail: dependencies.auditTrail, pool: dependencies.pool, keys: keys).addRoutes(to: router)
     return router

@@ -103,11 +103,15 @@ public struct GrantRequest: Sendable, Hashable {
     public var entitlement: String
     public var length: Length
     public var reason: String
+    /// The longest the grant may last from the decision's now
+    /// (`SUBLEDGER_GRANT_MAX_DURATION`); nil: up to the latest instant stored.
+    public var maximum: ISODuration?
 
-    public init(entitlement: String, length: Length, reason: String) {
+    public init(entitlement: String, length: Length, reason: String, maximum: ISODuration? = nil) {
         self.entitlement = entitlement
         self.length = length
         self.reason = reason
+        self.maximum = maximum
     }
 
     /// Parses a request body; a bad or missing field is a 400 naming it.
@@ -187,6 +191,16 @@ extension Decider {
                 throw .invalidField("endsAt", expected: "a date-time after now (\(RFC3339.format(now)))", got: RFC3339.format(date))
             }
             endsAt = date
+        }
+        if let maximum = request.maximum, endsAt > maximum.added(to: now) {
+            switch request.length {
+            case .duration(let duration):
+                throw .invalidField("duration", expected: "a duration of at most \(maximum) (SUBLEDGER_GRANT_MAX_DURATION)",
+                                    got: "\"\(duration)\"")
+            case .endsAt(let date):
+                throw .invalidField("endsAt", expected: "a date-time at most \(maximum) after now, by \(RFC3339.format(maximum.added(to: now))) "
+                                        + "(SUBLEDGER_GRANT_MAX_DURATION)", got: RFC3339.format(date))
+            }
         }
         let grant = SupportGrant(grantID: grantID, entitlement: request.entitlement, startsAt: now, endsAt: endsAt,
                                  reason: request.reason, grantedBy: actor, source: source)

@@ -49,6 +49,7 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong(Variable.changesMaximumWait.flag), help: ArgumentHelp(Variable.changesMaximumWait.flagHelp)) var changesMaximumWait: String?
     @Option(name: .customLong(Variable.audit.flag), help: ArgumentHelp(Variable.audit.flagHelp)) var audit: String?
     @Option(name: .customLong(Variable.auditRetention.flag), help: ArgumentHelp(Variable.auditRetention.flagHelp)) var auditRetention: String?
+    @Option(name: .customLong(Variable.grantMaximumDuration.flag), help: ArgumentHelp(Variable.grantMaximumDuration.flagHelp)) var grantMaximumDuration: String?
     @Option(name: .customLong(Variable.databaseReadURL.flag), help: ArgumentHelp(Variable.databaseReadURL.flagHelp)) var databaseReadURL: String?
     @Option(name: .customLong(Variable.changesSweepInterval.flag), help: ArgumentHelp(Variable.changesSweepInterval.flagHelp)) var changesSweepInterval: String?
 
@@ -93,6 +94,7 @@ struct ConfigurationOptions: ParsableArguments {
             (.changesMaximumWait, changesMaximumWait),
             (.audit, audit),
             (.auditRetention, auditRetention),
+            (.grantMaximumDuration, grantMaximumDuration),
             (.databaseReadURL, databaseReadURL),
             (.changesSweepInterval, changesSweepInterval),
         ]

@@ -72,7 +72,8 @@ struct GrantRouteTests {
 
     @Test func aRevocationEndsTheGrantFromItsInstantOnly() async throws {
         try await withApp { client, _ in
-            let created = try await client.grant("dave", #"{"entitlement": "level2", "endsAt": "2999-01-01T00:00:00Z", "reason": "test account"}"#)
+            let endsAt = RFC3339.format(Date() + 200 * 86_400)
+            let created = try await client.grant("dave", #"{"entitlement": "level2", "endsAt": "\#(endsAt)", "reason": "test account"}"#)
             #expect(created.status == .created)
             let id = try #require(created.json["id"]?.string)
             let startsAt = try #require(created.json["startsAt"]?.string.flatMap(RFC3339.parse))
@@ -164,6 +165,46 @@ struct GrantRouteTests {
             // Reminders follow the pass alone.
             let ledger = try await SubscriberReader(dependencies).ledger(of: "gina")
             #expect(Coverage.ends(of: ledger, catalog: dependencies.catalog.catalog, now: Date()).allSatisfy { $0.productID == "com.example.pass.30d" })
+        }
+    }
+
+    /// `SUBLEDGER_GRANT_MAX_DURATION` (default P1Y) bounds a grant given as a
+    /// duration and as an end: beyond it, 400 naming the field and the maximum.
+    @Test func aGrantLongerThanTheMaximumIsRefusedNamingTheFieldAndTheMaximum() async throws {
+        try await withApp { client, _ in
+            let now = Date()
+            let refused: [(String, String)] = [
+                (#"{"entitlement": "pro", "duration": "P1000Y", "reason": "x"}"#, "duration"),
+                (#"{"entitlement": "pro", "duration": "P13M", "reason": "x"}"#, "duration"),
+                (#"{"entitlement": "pro", "duration": "P367D", "reason": "x"}"#, "duration"),
+                (#"{"entitlement": "pro", "endsAt": "\#(RFC3339.format(now + 367 * 86_400))", "reason": "x"}"#, "endsAt"),
+                (#"{"entitlement": "pro", "endsAt": "2999-01-01T00:00:00Z", "reason": "x"}"#, "endsAt"),
+            ]
+            for (body, field) in refused {
+                let response = try await client.grant("hank", body)
+                #expect(response.status == .badRequest, "\(body): \(response.text)")
+                #expect(response.error.code == "invalid_field" && response.error.field == field, "\(body): \(response.text)")
+                #expect(response.json["error"]?["message"]?.string?.contains("P1Y") == true, "\(body): \(response.text)")
+            }
+            for body in [#"{"entitlement": "pro", "duration": "P1Y", "reason": "x"}"#, #"{"entitlement": "pro", "duration": "P12M", "reason": "x"}"#,
+                         #"{"entitlement": "pro", "endsAt": "\#(RFC3339.format(now + 360 * 86_400))", "reason": "x"}"#] {
+                let response = try await client.grant("hank", body)
+                #expect(response.status == .created, "\(body): \(response.text)")
+            }
+            let history = try await client.get("/v1/subscribers/hank/history", key: Keys.support)
+            #expect(history.json["events"]?.array.count == 3, "only the grants within the maximum were recorded")
+        }
+    }
+
+    @Test func theMaximumIsConfigured() async throws {
+        var configuration = SubledgerConfiguration()
+        #expect(configuration.grantMaximumDuration == ISODuration(years: 1))
+        configuration = try SubledgerConfiguration(environment: ["SUBLEDGER_GRANT_MAX_DURATION": "P30D"])
+        #expect(configuration.grantMaximumDuration == ISODuration(days: 30))
+        for bad in ["P0D", "forever", "PT1H", "P-1D"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") {
+                try SubledgerConfiguration(environment: ["SUBLEDGER_GRANT_MAX_DURATION": bad])
+            }
         }
     }
 }

@@ -8,6 +8,8 @@ import SubledgerApp
 struct GrantsController {
     let writer: LedgerWriter
     let keys: APIKeys
+    /// `SUBLEDGER_GRANT_MAX_DURATION`: a longer grant answers 400.
+    let maximumDuration: ISODuration
 
     func addRoutes(to router: Router<AppRequestContext>) {
         router.group("v1/subscribers")
@@ -38,7 +40,8 @@ struct GrantsController {
 
     @Sendable func grant(request: Request, context: AppRequestContext) async throws -> Response {
         let subscriberID = try RequestInput.subscriberID(context)
-        let grant = try GrantRequest.parse(json: try await RequestInput.body(request, context))
+        var grant = try GrantRequest.parse(json: try await RequestInput.body(request, context))
+        grant.maximum = maximumDuration
         let grantID = UUID().uuidString.lowercased()
         let result = try await writer.grant(grant, grantID: grantID, by: context.actorStamp, subscriberID: subscriberID)
         guard let stored = result.ledger?.grant(id: grantID) else {

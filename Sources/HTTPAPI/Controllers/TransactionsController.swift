@@ -26,6 +26,7 @@ struct TransactionsController {
             throw LedgerError(kind: .notFound, code: .transactionNotFound,
                               message: "No transaction or original transaction '\(id.prefix(256))' is recorded.", field: "transactionId")
         }
+        context.auditFound?.set(report.subscriberID)
         return .json(bytes: report.encodedJSON())
     }
 }

@@ -3,6 +3,7 @@ import Hummingbird
 import Ledger
 import Postgres
 import SubledgerApp
+import Synchronization
 
 /// Sets the audit trail every `AuthMiddleware` inside records to.
 struct AuditTrailMiddleware: RouterMiddleware {
@@ -24,13 +25,38 @@ enum AuditRecord {
     static let maximumActorBytes = 128
 
     /// Which requests are audited: every one naming a subscriber (a path
-    /// under `/v1/subscribers/{id}`, or `/v1/audit?subscriberId=`), the
-    /// audit's own listing, and every other request that is not a GET
-    /// (an admin's actions). `subscriberID` is nil for those naming none.
+    /// under `/v1/subscribers/{id}`, a `subscriberId` in the query of a
+    /// read — the change feed, the listings of reminders and notifications,
+    /// the audit's own), the transaction lookup (naming the subscriber it
+    /// found), and every other request that is not a GET (an admin's
+    /// actions). `subscriberID` is nil for those naming none.
     struct Subject {
         var subscriberID: String?
         var path: String
+
+        /// With the subscriber the handler found, when the request named none.
+        func naming(_ found: Found) -> Subject {
+            guard subscriberID == nil, let subscriber = found.subscriberID else { return self }
+            return Subject(subscriberID: subscriber, path: path)
+        }
     }
+
+    /// The subscriber a handler found (`GET /v1/transactions/{id}`), for its entry.
+    final class Found: Sendable {
+        private let found = Mutex<String?>(nil)
+
+        var subscriberID: String? { found.withLock { $0 } }
+
+        func set(_ subscriberID: String) { found.withLock { $0 = subscriberID } }
+    }
+
+    /// The routes audited although they name no subscriber in their path or query.
+    static let lookups: Set<String> = ["/v1/transactions/{transactionId}"]
+
+    /// 503 before the request ran: the audit's buffer stayed full.
+    static let bufferFull = APIError(.serviceUnavailable, code: .databaseUnavailable,
+                                     message: "the audit trail's buffer is full (the database is not taking its entries); "
+                                         + "nothing was done; retry after 2 s", retryAfter: 2)
 
     static func subject(of request: Request, context: AppRequestContext) -> Subject? {
         let template = context.endpointPath ?? request.uri.path
@@ -43,6 +69,14 @@ enum AuditRecord {
         }
         if template.hasPrefix("/v1/audit") {
             return Subject(subscriberID: request.uri.queryParameters.get("subscriberId").map { String($0) }, path: template)
+        }
+        if let named = request.uri.queryParameters.get("subscriberId") {
+            // A read across subscribers narrowed to one: audited under it (an
+            // id the route refuses is recorded as none; the request answers 400).
+            return Subject(subscriberID: try? InputLimits.validateSubscriberID(String(named)), path: template)
+        }
+        if lookups.contains(template) {
+            return Subject(subscriberID: nil, path: template)
         }
         if request.method != .get && request.method != .head {
             return Subject(subscriberID: nil, path: template)
@@ -68,6 +102,10 @@ enum AuditRecord {
         case (.post, "/v1/subscribers/{id}/events"): "record_fact"
         case (.post, "/v1/subscribers/{id}/restore"): "restore"
         case (.get, "/v1/audit"): "read_audit"
+        case (.get, "/v1/changes"): "read_changes"
+        case (.get, "/v1/transactions/{transactionId}"): "lookup_transaction"
+        case (.get, "/v1/reminders"): "list_reminders"
+        case (.get, "/v1/appstore/notifications"): "list_notifications"
         default:
             (method == .get ? "read" : method.rawValue.lowercased()) + " "
                 + (path.split(separator: "/").last { !$0.hasPrefix("{") }.map(String.init) ?? path)

@@ -33,13 +33,17 @@ public struct AuthMiddleware: RouterMiddleware {
             guard access.allows(role) else { throw APIError.forbidden }
             return try await Self.answer(request, context: context, next: next)
         }
+        // A place for the entry before the request runs: a request that ran is always recorded.
+        guard await trail.reserve() else { throw AuditRecord.bufferFull }
+        let found = AuditRecord.Found()
+        context.auditFound = found
         do {
             guard access.allows(role) else { throw APIError.forbidden }
             let response = try await Self.answer(request, context: context, next: next)
-            trail.record(AuditRecord.entry(request, context: context, subject: subject, status: response.status.code))
+            trail.record(AuditRecord.entry(request, context: context, subject: subject.naming(found), status: response.status.code))
             return response
         } catch {
-            trail.record(AuditRecord.entry(request, context: context, subject: subject, status: AuditRecord.status(of: error)))
+            trail.record(AuditRecord.entry(request, context: context, subject: subject.naming(found), status: AuditRecord.status(of: error)))
             throw error
         }
     }

@@ -23,6 +23,9 @@ public struct AppRequestContext: RequestContext {
     public var actor: String?
     /// Set by the router: where `AuthMiddleware` records audited requests.
     public var auditTrail: AuditTrail?
+    /// Set by `AuthMiddleware` on an audited request: where a handler names
+    /// the subscriber it found (the transaction lookup) for the entry.
+    var auditFound: AuditRecord.Found?
 
     /// Who is acting, as support actions record it.
     var actorStamp: ActorStamp {

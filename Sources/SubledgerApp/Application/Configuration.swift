@@ -77,6 +77,8 @@ public struct SubledgerConfiguration: Sendable {
     public var auditEnabled = true
     /// How long audit entries are kept; nil: for ever (`SUBLEDGER_AUDIT_RETENTION`).
     public var auditRetention: AuditRetention?
+    /// The longest a support grant may last (`SUBLEDGER_GRANT_MAX_DURATION`).
+    public var grantMaximumDuration = ISODuration(years: 1)
 
     /// Every variable at its default.
     public init() {
@@ -226,6 +228,12 @@ public struct SubledgerConfiguration: Sendable {
         } catch {
             throw fail(.auditRetention, "expected an ISO 8601 duration of days, weeks, months or years such as P400D (P0D: keep for ever), got \(retention.prefix(64))")
         }
+        let grantMaximum = value(.grantMaximumDuration) ?? ""
+        guard let maximum = try? ISODuration(parsing: grantMaximum), !maximum.isZero, maximum.years >= 0, maximum.months >= 0,
+              maximum.weeks >= 0, maximum.days >= 0 else {
+            throw fail(.grantMaximumDuration, "expected a positive ISO 8601 duration of days, weeks, months or years such as P1Y, got \(grantMaximum.prefix(64))")
+        }
+        grantMaximumDuration = maximum
     }
 }
 

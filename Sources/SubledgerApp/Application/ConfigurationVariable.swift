@@ -136,6 +136,9 @@ extension ConfigurationVariable {
     public static let changesSweepInterval = ConfigurationVariable(
         "SUBLEDGER_CHANGES_SWEEP_INTERVAL", flag: "changes-sweep-interval", default: "15",
         help: "Longest seconds between looks for entitlement changes by time alone and due reminders, 1 to 60")
+    public static let grantMaximumDuration = ConfigurationVariable(
+        "SUBLEDGER_GRANT_MAX_DURATION", flag: "grant-max-duration", default: "P1Y",
+        help: "ISO 8601 duration a support grant may last at most (its duration, or its endsAt from now)")
     /// Every variable, in the order `--help` and the docs list them.
     public static let all: [ConfigurationVariable] = [
         databaseURL, dataDirectory, sqlDirectory, host, port, apiKeys, products, restorePolicy, restoreVerify,
@@ -149,5 +152,6 @@ extension ConfigurationVariable {
         databaseReadURL,
         changesSweepInterval,
         secret,
+        grantMaximumDuration,
     ]
 }

@@ -5,10 +5,16 @@ import Synchronization
 
 /// Who read or changed which subscriber: one entry per request, kept in a
 /// bounded buffer in memory and written to `audit_entries` in batches by
-/// `AuditService`, so a request only appends to an array (no round trip, no
-/// wait). An entry that finds the buffer full is dropped and counted
-/// (`subledger_audit_dropped_total`); entries still in the buffer when the
-/// process dies are lost. A graceful shutdown writes them first.
+/// `AuditService`, so a request only appends to an array (no round trip).
+///
+/// No entry is dropped. An audited request first takes a place in the
+/// buffer (`reserve`), before it runs; when the buffer is full (the database
+/// has not taken the entries for a while) it waits for room, up to
+/// `admissionWait`, and is then refused with 503 without having run: a
+/// request that ran always has a place for its entry. Waits and refusals are
+/// counted (`subledger_audit_waits_total`, `subledger_audit_refused_total`).
+/// Entries still in the buffer when the process dies are lost; a graceful
+/// shutdown writes them first.
 public final class AuditTrail: Sendable {
     /// One audited request. `path` is the route with the subscriber id
     /// written `{id}`: the id itself is only in `subscriberID`, the one
@@ -42,32 +48,99 @@ public final class AuditTrail: Sendable {
 
     /// Whether requests are recorded at all (`SUBLEDGER_AUDIT`).
     public let isEnabled: Bool
-    /// Entries held at most before new ones are dropped.
+    /// Places in the buffer: entries waiting, entries being written and
+    /// places taken by requests still running.
     public let capacity: Int
-    private let pending: Mutex<[Entry]>
+    /// How long a request waits for a place before it is refused.
+    public let admissionWait: Duration
 
-    static let dropped = Counter(label: "subledger_audit_dropped_total")
-    static let written = Counter(label: "subledger_audit_written_total")
+    private struct Buffer {
+        var entries: [Entry] = []
+        /// Entries a flush took and has not written yet.
+        var flushing = 0
+        /// Places taken by requests that have not recorded their entry yet.
+        var reserved = 0
+        var waiters: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
+        var nextWaiter: UInt64 = 0
 
-    public init(isEnabled: Bool = true, capacity: Int = 50_000) {
-        self.isEnabled = isEnabled
-        self.capacity = capacity
-        pending = Mutex([])
+        var occupied: Int { entries.count + flushing + reserved }
+
+        /// Gives freed places to the oldest waiters; returns whom to wake.
+        mutating func admitWaiters(capacity: Int) -> [CheckedContinuation<Bool, Never>] {
+            var admitted: [CheckedContinuation<Bool, Never>] = []
+            while !waiters.isEmpty, occupied < capacity {
+                reserved += 1
+                admitted.append(waiters.removeFirst().continuation)
+            }
+            return admitted
+        }
     }
 
-    /// Adds an entry for the next batch; drops it (counted) when the buffer is full.
-    public func record(_ entry: Entry) {
-        guard isEnabled else { return }
-        let kept = pending.withLock { entries in
-            guard entries.count < capacity else { return false }
-            entries.append(entry)
+    private let buffer: Mutex<Buffer>
+
+    static let waits = Counter(label: "subledger_audit_waits_total")
+    static let refused = Counter(label: "subledger_audit_refused_total")
+    static let written = Counter(label: "subledger_audit_written_total")
+
+    public init(isEnabled: Bool = true, capacity: Int = 50_000, admissionWait: Duration = .seconds(5)) {
+        self.isEnabled = isEnabled
+        self.capacity = max(1, capacity)
+        self.admissionWait = admissionWait
+        buffer = Mutex(Buffer())
+    }
+
+    /// Takes a place in the buffer for the entry of a request about to run,
+    /// waiting for room up to `admissionWait`; false: none came (nothing
+    /// may run). Every `true` is followed by exactly one `record`.
+    public func reserve() async -> Bool {
+        guard isEnabled else { return true }
+        let now = buffer.withLock { buffer -> Bool in
+            guard buffer.waiters.isEmpty, buffer.occupied < capacity else { return false }
+            buffer.reserved += 1
             return true
         }
-        if !kept { Self.dropped.increment() }
+        if now { return true }
+        Self.waits.increment()
+        let wait = admissionWait
+        let admitted = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let id = buffer.withLock { buffer -> UInt64? in
+                // Room may have come since the first look.
+                if buffer.waiters.isEmpty, buffer.occupied < capacity {
+                    buffer.reserved += 1
+                    return nil
+                }
+                buffer.nextWaiter += 1
+                buffer.waiters.append((buffer.nextWaiter, continuation))
+                return buffer.nextWaiter
+            }
+            guard let id else { return continuation.resume(returning: true) }
+            Task { [self] in
+                try? await Task.sleep(for: wait)
+                let expired = buffer.withLock { buffer -> CheckedContinuation<Bool, Never>? in
+                    guard let index = buffer.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                    return buffer.waiters.remove(at: index).continuation
+                }
+                expired?.resume(returning: false)
+            }
+        }
+        if !admitted { Self.refused.increment() }
+        return admitted
+    }
+
+    /// Adds the entry of a request that `reserve`d its place.
+    public func record(_ entry: Entry) {
+        guard isEnabled else { return }
+        buffer.withLock { buffer in
+            buffer.reserved = max(0, buffer.reserved - 1)
+            buffer.entries.append(entry)
+        }
     }
 
     /// How many entries wait to be written.
-    public var pendingCount: Int { pending.withLock { $0.count } }
+    public var pendingCount: Int { buffer.withLock { $0.entries.count } }
+
+    /// How many requests wait for a place.
+    public var waitingCount: Int { buffer.withLock { $0.waiters.count } }
 
     /// Writes every pending entry (in batches of `batchSize`); returns how
     /// many. Entries whose batch fails go back to the front of the buffer
@@ -114,9 +187,10 @@ public final class AuditTrail: Sendable {
     }
 
     private func flushAlone(to pool: ConnectionPool, batchSize: Int) async throws -> Int {
-        let entries = pending.withLock { entries in
-            defer { entries.removeAll(keepingCapacity: true) }
-            return entries
+        let entries = buffer.withLock { buffer in
+            defer { buffer.entries.removeAll(keepingCapacity: true) }
+            buffer.flushing += buffer.entries.count
+            return buffer.entries
         }
         var written = 0
         while written < entries.count {
@@ -124,17 +198,21 @@ public final class AuditTrail: Sendable {
             do {
                 try await AuditStore(pool: pool).insert(batch)
             } catch {
+                // Back to the front of the buffer: their places were kept.
                 let unwritten = entries[written...]
-                pending.withLock { current in
-                    let room = max(0, capacity - current.count)
-                    let kept = unwritten.prefix(room)
-                    if unwritten.count > kept.count { Self.dropped.increment(by: unwritten.count - kept.count) }
-                    current.insert(contentsOf: kept, at: 0)
+                buffer.withLock { buffer in
+                    buffer.flushing -= unwritten.count
+                    buffer.entries.insert(contentsOf: unwritten, at: 0)
                 }
                 throw error
             }
             written += batch.count
             Self.written.increment(by: batch.count)
+            let admitted = buffer.withLock { buffer in
+                buffer.flushing -= batch.count
+                return buffer.admitWaiters(capacity: capacity)
+            }
+            for continuation in admitted { continuation.resume(returning: true) }
         }
         return written
     }

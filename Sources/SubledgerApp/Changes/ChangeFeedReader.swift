@@ -37,6 +37,13 @@ public struct ChangeCursor: Sendable, Equatable {
 /// Reads the change feed (`GET /v1/changes`): one global order, keyset
 /// pages, long-polls woken by `ChangeSignal`. Reads only (it may be served
 /// from a standby): no statement here writes.
+///
+/// A read examines at most `examined(limit)` changes of the order (of one
+/// subscriber's changes with `subscriberID`), then keeps those the filter
+/// wants: a `types` filter that matches nothing costs the same small read
+/// each time, and the cursor moves past what was examined, so a consumer
+/// reaches the end in `ceil(changes / examined)` reads. A page may hold fewer
+/// than `limit` changes, or none, while more exist after its cursor.
 public struct ChangeFeedReader: Sendable {
     public struct Filter: Sendable {
         public var after = ChangeCursor.start
@@ -52,7 +59,18 @@ public struct ChangeFeedReader: Sendable {
         /// Each change's JSON, as stored.
         public var changes: [String]
         public var next: ChangeCursor
+        /// How many changes of the order the read looked at (kept or not).
+        public var examined: Int = 0
     }
+
+    /// Changes of the order one read looks at, at least: `max(limit, this)`.
+    public static let examinedPerRead = 1000
+
+    /// After a notification finds nothing new (an older transaction still
+    /// hides the change), the first look again comes after this, each next
+    /// one after twice as long, up to `longestRelook`.
+    static let firstRelook: Duration = .milliseconds(250)
+    static let longestRelook: Duration = .seconds(4)
 
     let pool: ConnectionPool
     let share: PoolShare
@@ -69,41 +87,83 @@ public struct ChangeFeedReader: Sendable {
     }
 
     /// The changes after the cursor; with `wait`, when there are none yet,
-    /// holds until one is published or the time passes.
+    /// holds until one is published or the time passes. A read that examined
+    /// a whole window without keeping anything answers at once (empty, its
+    /// cursor moved): the next read goes on from there. One that reached the
+    /// end of what is visible waits on from its new cursor.
     public func page(_ filter: Filter) async throws -> Page {
         let deadline = ContinuousClock.now + filter.wait
-        var notified = false
+        var filter = filter
+        var relook: Duration? = nil
         while true {
             let ticket = filter.wait > .zero ? await signal.ticket(conninfo: pool.configuration.conninfo) : nil
             let page = try await read(filter)
             let remaining = deadline - .now
-            guard page.changes.isEmpty, let ticket, remaining > .zero else { return page }
+            guard page.changes.isEmpty, page.examined < Self.examined(filter.limit), let ticket, remaining > .zero else { return page }
+            if page.next != filter.after {
+                // Changes other than the wanted ones came: wait on from past them.
+                filter.after = page.next
+                relook = nil
+            }
             // After a notification whose change an older running transaction
-            // still hides, look again soon rather than at the next notification.
-            await signal.wait(after: ticket, timeout: notified ? min(remaining, .milliseconds(250)) : remaining)
-            notified = true
+            // may still hide, look again soon, then less and less often.
+            await signal.wait(after: ticket, timeout: min(remaining, relook ?? remaining))
+            relook = relook.map { min($0 * 2, Self.longestRelook) } ?? Self.firstRelook
         }
     }
 
+    /// How many changes of the order a read with this limit examines.
+    static func examined(_ limit: Int) -> Int { max(limit, examinedPerRead) }
+
     func read(_ filter: Filter) async throws -> Page {
         let types = PostgresJSON(data: try JSONEncoder().encode(filter.types))
+        let window = Self.examined(filter.limit)
         // Only transactions older than every running one: a change that
-        // commits later always sorts after the cursor handed out now.
+        // commits later always sorts after the cursor handed out now. Every
+        // ORDER BY names a table's column: the output `transaction_id::text`
+        // is also called `transaction_id`, and would sort as text ("1000" <
+        // "999"). The last row (`last`) is the last one examined, kept or not.
         let rows = try await share.query("""
-            SELECT transaction_id::text, feed_position, body::text FROM changes
-            WHERE (transaction_id, feed_position) > (\(String(filter.after.transactionID))::xid8, \(filter.after.position))
-              AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-              AND (\(filter.types.isEmpty) OR type IN (SELECT jsonb_array_elements_text(\(types)::jsonb)))
-              AND (\(filter.subscriberID == nil) OR subscriber_id = \(filter.subscriberID ?? ""))
-            ORDER BY transaction_id, feed_position
-            LIMIT \(filter.limit)
+            WITH examined AS MATERIALIZED (
+                SELECT changes.transaction_id, changes.feed_position, changes.type FROM changes
+                WHERE (changes.transaction_id, changes.feed_position)
+                      > (\(String(filter.after.transactionID))::xid8, \(filter.after.position))
+                  AND changes.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+                  AND (\(filter.subscriberID == nil) OR changes.subscriber_id = \(filter.subscriberID ?? ""))
+                ORDER BY changes.transaction_id, changes.feed_position
+                LIMIT \(window)
+            ), kept AS (
+                SELECT e.transaction_id, e.feed_position FROM examined e
+                WHERE \(filter.types.isEmpty) OR e.type IN (SELECT jsonb_array_elements_text(\(types)::jsonb))
+                ORDER BY e.transaction_id, e.feed_position
+                LIMIT \(filter.limit)
+            )
+            SELECT r.transaction_id::text, r.feed_position, r.body, r.last, (SELECT count(*) FROM examined) FROM (
+                SELECT k.transaction_id, k.feed_position, c.body::text AS body, false AS last
+                FROM kept k JOIN changes c ON c.feed_position = k.feed_position
+                UNION ALL
+                (SELECT e.transaction_id, e.feed_position, NULL, true FROM examined e
+                 ORDER BY e.transaction_id DESC, e.feed_position DESC LIMIT 1)
+            ) r
+            ORDER BY r.last, r.transaction_id, r.feed_position
             """)
-        var next = filter.after
         var changes: [String] = []
+        var lastKept: ChangeCursor?
+        var lastExamined: ChangeCursor?
+        var examined = 0
         for row in rows {
-            next = ChangeCursor(transactionID: UInt64(try row.decode(String.self, at: 0)) ?? 0, position: try row.decode(Int64.self, at: 1))
-            changes.append(try row.decode(String.self, at: 2))
+            let cursor = ChangeCursor(transactionID: UInt64(try row.decode(String.self, at: 0)) ?? 0, position: try row.decode(Int64.self, at: 1))
+            examined = Int(try row.decode(Int64.self, at: 4))
+            if try row.decode(Bool.self, at: 3) {
+                lastExamined = cursor
+            } else {
+                changes.append(try row.decode(String.self, at: 2))
+                lastKept = cursor
+            }
         }
-        return Page(changes: changes, next: next)
+        // A full page ends at its last change (what follows it in the window
+        // was not looked at for this page); otherwise past all examined.
+        let next = (changes.count == filter.limit ? lastKept : lastExamined) ?? filter.after
+        return Page(changes: changes, next: next, examined: examined)
     }
 }
