@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreTesting
 import Foundation
+import JSON
 import Hummingbird
 import HummingbirdTesting
 import Ledger
@@ -86,6 +87,9 @@ import Testing
             }
             #expect(try await client.post("/v1/subscribers/\(other)/events",
                                           purchaseJSON("b-level2", product: "com.example.level2", at: "2025-02-11T00:00:00Z")).status == .created)
+            // A pass ending in 20 days, whose reminders the sweeper publishes below.
+            #expect(try await client.post("/v1/subscribers/\(erased)/events",
+                                          purchaseJSON("a-soon-\(run)", at: RFC3339.format(Date() - 10 * 86_400))).status == .created)
             var subscribed = TestAppStore.subscription(transactionID: "3\(UInt32.random(in: 0...UInt32.max))",
                                                        originalTransactionID: "3\(UInt32.random(in: 0...UInt32.max))")
             subscribed.appAccountToken = erased.uppercased()
@@ -98,6 +102,13 @@ import Testing
             try await dependencies.project(SubscriptionProjection(store: dependencies.store, catalog: catalog))
             try await dependencies.project(ReminderProjection(store: dependencies.store, catalog: catalog))
             try await dependencies.project(ChangeFeedConsumer(catalog: catalog))
+            try await dependencies.pool.query("UPDATE reminders SET next_attempt_at = now() WHERE subscriber_id = \(erased) AND status = 'pending'")
+            let sweeper = ChangeTimeSweeper(pool: dependencies.pool, catalog: catalog)
+            while try await sweeper.sweepOnce() > 0 {}
+            let published = try await dependencies.pool.query("""
+                SELECT count(*) FROM webhook_deliveries WHERE starts_with(change_id, 'rem:' || \(erased) || ':')
+                """).first!.decode(Int.self, at: 0)
+            #expect(published == 3, "the reminders are published, with their deliveries")
             // Invalid-product reports from the subscriber's device (twice) and another one.
             for device in ["device-\(erased)", "device-\(erased)", "device-\(other)"] {
                 #expect(try await client.post("/v1/products/invalid",
@@ -168,6 +179,7 @@ import Testing
             }
             let dumpedAfter = try dump()
             #expect(dumpedAfter.contains(pseudonym), "the dump covers the rewritten rows")
+            #expect(dumpedAfter.contains("rem:\(pseudonym):"), "the reminders' changes and deliveries are kept under the pseudonym")
             #expect(dumpedAfter.contains(other))
             for value in personal {
                 #expect(PersonalDataScan(value).matches(in: dumpedAfter).isEmpty,
