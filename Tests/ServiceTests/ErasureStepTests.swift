@@ -187,4 +187,41 @@ import Testing
             }
         }
     }
+
+    /// sql/0028's rewrite of a change id and body: the `rem:<id>:` prefix
+    /// compared whole (no pattern: `%`, `_`, `:` and quotes in an id are
+    /// plain characters), strings equal to the id replaced at any depth,
+    /// personal members dropped, everything else kept.
+    @Test func changeIdsAndBodiesAreRewrittenExactly() async throws {
+        let dependencies = try await makeDependencies()
+        defer { Task { [pool = dependencies.pool] in await pool.close() } }
+        for id in ["a", "a:b", "50%_off", #"o'\"q\\"#, "caf\u{E9}-\u{1F600}", String(repeating: "z", count: 200)] {
+            let pseudonym = SubscriberPseudonyms.pseudonym(for: id)
+            let cases: [(String, String)] = [
+                ("rem:\(id):pass:2026-12-18T00:00:00Z:P1D", "rem:\(pseudonym):pass:2026-12-18T00:00:00Z:P1D"),
+                ("rem:\(id):pass:2026-12-18T00:00:00Z:P0D:Sandbox", "rem:\(pseudonym):pass:2026-12-18T00:00:00Z:P0D:Sandbox"),
+                ("rem:\(id)", "rem:\(id)"), ("rem:x\(id):g", "rem:x\(id):g"), ("chg_7_\(id)", "chg_7_\(id)"),
+            ]
+            for (given, expected) in cases {
+                let rewritten = try await dependencies.pool.query("SELECT subledger_erased_change_id(\(given), \(id), \(pseudonym))")
+                #expect(try rewritten.first!.decode(String.self, at: 0) == expected, "\(id): \(given)")
+            }
+            let body: JSONValue = .object([
+                "id": .string(cases[0].0), "subscriberId": .string(id), "type": .string("renewal_reminder"),
+                "data": .object(["id": .string(cases[0].0), "subscriberId": .string(id), "deviceId": .string("d-\(id)"),
+                                 "list": .array([.string(id), .string("keep \(id)"), .integer(7), .null])]),
+            ])
+            let text = String(decoding: try JSONEncoder().encode(body), as: UTF8.self)
+            let rows = try await dependencies.pool.query("""
+                SELECT subledger_erased_change_body(\(text)::jsonb, \(id), \(pseudonym), \(unsafeRaw: ChangeRows.personalMembersSQL))::text
+                """)
+            let rewritten = try JSONDecoder().decode(JSONValue.self, from: Data(try rows.first!.decode(String.self, at: 0).utf8))
+            let expected: JSONValue = .object([
+                "id": .string(cases[0].1), "subscriberId": .string(pseudonym), "type": .string("renewal_reminder"),
+                "data": .object(["id": .string(cases[0].1), "subscriberId": .string(pseudonym),
+                                 "list": .array([.string(pseudonym), .string("keep \(id)"), .integer(7), .null])]),
+            ])
+            #expect(rewritten == expected, "\(id)")
+        }
+    }
 }
