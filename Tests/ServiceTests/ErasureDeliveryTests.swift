@@ -112,4 +112,43 @@ struct ErasureDeliveryTests {
             }
         }
     }
+
+    /// The same with a reminder to the reminder webhook, whose outcome the
+    /// dispatcher records in the reminder's row and as `reminder_sent` in the
+    /// subscriber's stream: the erasure waits for it without holding either
+    /// (it locks the stream only after), and `erased` follows it.
+    @Test func aReminderClaimedBeforeTheErasureIsRecordedBeforeIt() async throws {
+        try await ReminderFixture.with { fixture in
+            let receiver = WebhookReceiver(failuresPerID: 0)
+            try await withReceiver(receiver) { url in
+                let id = "reminded-" + UUID().uuidString.lowercased()
+                try await fixture.append(id, [ReminderFixture.pass("rt-" + UUID().uuidString, at: Date() - 25 * 86_400)])
+                try await fixture.project()
+                try await fixture.makeDue(lead: "P1D")
+                let dispatcher = try await fixture.dispatcher(url: url)
+                try await fixture.publish()
+                let claims = try await dispatcher.claim()
+                #expect(claims.count == 1 && claims.first?.isReminder == true)
+                let finished = Flag()
+                let erasure = Task {
+                    let result = try await ErasureService(fixture.dependencies)
+                        .erase(id, request: ErasureRequest(reason: "reminded"), by: ActorStamp(role: "admin", keyFingerprint: "t"))
+                    await finished.set()
+                    return result
+                }
+                try await Task.sleep(for: .milliseconds(800))
+                #expect(await !finished.isSet, "the erasure waits for the reminder being posted")
+                for claimed in claims { await dispatcher.deliver(claimed) }
+                _ = try await erasure.value
+                #expect(await receiver.requests.count == 1)
+                let types = try await fixture.dependencies.pool.query("""
+                    SELECT type FROM events WHERE stream_id = \(SubscriberStreams.streamID(for: id)) ORDER BY stream_version
+                    """).map { try $0.decode(String.self, at: 0) }
+                #expect(types.suffix(2) == ["reminder_sent", "erased"], "\(types)")
+                try await fixture.dependencies.pool.query("UPDATE webhook_deliveries SET next_attempt_at = now()")
+                #expect(try await dispatcher.dispatchDue() == 0)
+                #expect(await receiver.requests.count == 1, "nothing is sent after the erasure")
+            }
+        }
+    }
 }
