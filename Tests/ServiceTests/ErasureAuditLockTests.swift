@@ -42,12 +42,18 @@ struct ErasureAuditLockTests {
             #expect(try await client.get("/v1/subscribers/\(other)", key: Keys.support).status == .ok)
             #expect(try await client.get("/v1/subscribers/\(id)/history", key: Keys.support).status == .ok)
             let flushed = Flag()
+            // Flushed until both entries are written (a request's entry is recorded after its answer).
             let flush = Task {
-                let written = try await dependencies.auditTrail.flush(to: dependencies.pool)
+                var written = 0
+                let until = ContinuousClock.now + .seconds(20)
+                while written < 2, ContinuousClock.now < until {
+                    written += try await dependencies.auditTrail.flush(to: dependencies.pool)
+                    if written < 2 { try await Task.sleep(for: .milliseconds(20)) }
+                }
                 await flushed.set()
                 return written
             }
-            let waited = ContinuousClock.now + .seconds(5)
+            let waited = ContinuousClock.now + .seconds(20)
             while await !flushed.isSet, ContinuousClock.now < waited { try await Task.sleep(for: .milliseconds(10)) }
             #expect(await flushed.isSet, "an audit batch waited for the erasure")
             await gate.release()

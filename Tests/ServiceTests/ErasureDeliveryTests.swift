@@ -86,7 +86,7 @@ struct ErasureDeliveryTests {
             try await withChangeReceiver(receiver) { url in
                 let id = try await Self.subscriberWithDeliveries(client, fixture, url: url)
                 var dispatcher = fixture.dispatcher()
-                dispatcher.settings.lease = .seconds(3)
+                dispatcher.settings.lease = .seconds(6)
                 dispatcher.settings.requestTimeout = .seconds(1)
                 #expect(try await dispatcher.claim().count == 1)
                 let claimedAt = ContinuousClock.now
@@ -103,7 +103,7 @@ struct ErasureDeliveryTests {
 
                 let erased = try await client.delete("/v1/subscribers/\(id)", #"{"reason": "died"}"#, key: Keys.admin)
                 #expect(erased.status == .ok, "\(erased.text)")
-                #expect(ContinuousClock.now - claimedAt >= .milliseconds(2900), "after the lease")
+                #expect(ContinuousClock.now - claimedAt >= .milliseconds(5900), "after the lease")
                 try await fixture.pool.query("UPDATE webhook_deliveries SET next_attempt_at = now()")
                 #expect(try await dispatcher.dispatchDue() == 0)
                 #expect(await receiver.requests.isEmpty)
