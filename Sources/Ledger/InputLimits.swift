@@ -44,11 +44,29 @@ public enum InputLimits {
         return normalized
     }
 
-    /// Checks a subscriber id from a path or an import line; returns it in
-    /// NFC, the spelling to look it up and store it with.
+    /// Checks a subscriber id from a path, a query or an import line (every
+    /// route and the import read ids through here, and the write path checks
+    /// each command's again); returns it in NFC, the spelling to look it up
+    /// and store it with. An id of a pseudonym's shape is refused: streams
+    /// and erased subscribers' rows are named by pseudonyms, and a
+    /// subscriber named like one would share them (its writes would block
+    /// the erasure of the subscriber whose pseudonym it is).
     @discardableResult
     public static func validateSubscriberID(_ subscriberID: String, field: String = "subscriberId") throws(LedgerError) -> String {
-        try identifier(subscriberID, field: field)
+        let normalized = try identifier(subscriberID, field: field)
+        guard !hasPseudonymShape(normalized) else {
+            throw .invalidField(field, expected: "an id without the reserved shape of a pseudonym (\"ps-\" and 32 lowercase hexadecimal digits)",
+                                got: "that shape")
+        }
+        return normalized
+    }
+
+    /// `ps-` and 32 lowercase hexadecimal digits: the shape of
+    /// `SubscriberPseudonyms.pseudonym(for:)` (a test compares the two).
+    public static func hasPseudonymShape(_ text: String) -> Bool {
+        let bytes = text.utf8
+        return bytes.count == 35 && bytes.starts(with: "ps-".utf8)
+            && bytes.dropFirst(3).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
     /// An identifier of a request built in code: within the limits and

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreTesting
 import Foundation
+import JSON
 import Hummingbird
 import HummingbirdTesting
 import Ledger
@@ -86,6 +87,9 @@ import Testing
             }
             #expect(try await client.post("/v1/subscribers/\(other)/events",
                                           purchaseJSON("b-level2", product: "com.example.level2", at: "2025-02-11T00:00:00Z")).status == .created)
+            // A pass ending in 20 days, whose reminders the sweeper publishes below.
+            #expect(try await client.post("/v1/subscribers/\(erased)/events",
+                                          purchaseJSON("a-soon-\(run)", at: RFC3339.format(Date() - 10 * 86_400))).status == .created)
             var subscribed = TestAppStore.subscription(transactionID: "3\(UInt32.random(in: 0...UInt32.max))",
                                                        originalTransactionID: "3\(UInt32.random(in: 0...UInt32.max))")
             subscribed.appAccountToken = erased.uppercased()
@@ -98,6 +102,13 @@ import Testing
             try await dependencies.project(SubscriptionProjection(store: dependencies.store, catalog: catalog))
             try await dependencies.project(ReminderProjection(store: dependencies.store, catalog: catalog))
             try await dependencies.project(ChangeFeedConsumer(catalog: catalog))
+            try await dependencies.pool.query("UPDATE reminders SET next_attempt_at = now() WHERE subscriber_id = \(erased) AND status = 'pending'")
+            let sweeper = ChangeTimeSweeper(pool: dependencies.pool, catalog: catalog)
+            while try await sweeper.sweepOnce() > 0 {}
+            let published = try await dependencies.pool.query("""
+                SELECT count(*) FROM webhook_deliveries WHERE starts_with(change_id, 'rem:' || \(erased) || ':')
+                """).first!.decode(Int.self, at: 0)
+            #expect(published == 3, "the reminders are published, with their deliveries")
             // Invalid-product reports from the subscriber's device (twice) and another one.
             for device in ["device-\(erased)", "device-\(erased)", "device-\(other)"] {
                 #expect(try await client.post("/v1/products/invalid",
@@ -168,11 +179,49 @@ import Testing
             }
             let dumpedAfter = try dump()
             #expect(dumpedAfter.contains(pseudonym), "the dump covers the rewritten rows")
+            #expect(dumpedAfter.contains("rem:\(pseudonym):"), "the reminders' changes and deliveries are kept under the pseudonym")
             #expect(dumpedAfter.contains(other))
             for value in personal {
                 #expect(PersonalDataScan(value).matches(in: dumpedAfter).isEmpty,
                         "the covered tables still hold \(value): \(dumpedAfter.components(separatedBy: "\nCOPY ").filter { !PersonalDataScan(value).matches(in: $0).isEmpty }.map { $0.prefix(60) })")
             }
+        }
+    }
+
+    /// sql/0028's rewrite of a change id and body: the `rem:<id>:` prefix
+    /// compared whole (no pattern: `%`, `_`, `:` and quotes in an id are
+    /// plain characters), strings equal to the id replaced at any depth,
+    /// personal members dropped, everything else kept.
+    @Test func changeIdsAndBodiesAreRewrittenExactly() async throws {
+        let dependencies = try await makeDependencies()
+        defer { Task { [pool = dependencies.pool] in await pool.close() } }
+        for id in ["a", "a:b", "50%_off", #"o'\"q\\"#, "caf\u{E9}-\u{1F600}", String(repeating: "z", count: 200)] {
+            let pseudonym = SubscriberPseudonyms.pseudonym(for: id)
+            let cases: [(String, String)] = [
+                ("rem:\(id):pass:2026-12-18T00:00:00Z:P1D", "rem:\(pseudonym):pass:2026-12-18T00:00:00Z:P1D"),
+                ("rem:\(id):pass:2026-12-18T00:00:00Z:P0D:Sandbox", "rem:\(pseudonym):pass:2026-12-18T00:00:00Z:P0D:Sandbox"),
+                ("rem:\(id)", "rem:\(id)"), ("rem:x\(id):g", "rem:x\(id):g"), ("chg_7_\(id)", "chg_7_\(id)"),
+            ]
+            for (given, expected) in cases {
+                let rewritten = try await dependencies.pool.query("SELECT subledger_erased_change_id(\(given), \(id), \(pseudonym))")
+                #expect(try rewritten.first!.decode(String.self, at: 0) == expected, "\(id): \(given)")
+            }
+            let body: JSONValue = .object([
+                "id": .string(cases[0].0), "subscriberId": .string(id), "type": .string("renewal_reminder"),
+                "data": .object(["id": .string(cases[0].0), "subscriberId": .string(id), "deviceId": .string("d-\(id)"),
+                                 "list": .array([.string(id), .string("keep \(id)"), .integer(7), .null])]),
+            ])
+            let text = String(decoding: try JSONEncoder().encode(body), as: UTF8.self)
+            let rows = try await dependencies.pool.query("""
+                SELECT subledger_erased_change_body(\(text)::jsonb, \(id), \(pseudonym), \(unsafeRaw: ChangeRows.personalMembersSQL))::text
+                """)
+            let rewritten = try JSONDecoder().decode(JSONValue.self, from: Data(try rows.first!.decode(String.self, at: 0).utf8))
+            let expected: JSONValue = .object([
+                "id": .string(cases[0].1), "subscriberId": .string(pseudonym), "type": .string("renewal_reminder"),
+                "data": .object(["id": .string(cases[0].1), "subscriberId": .string(pseudonym),
+                                 "list": .array([.string(pseudonym), .string("keep \(id)"), .integer(7), .null])]),
+            ])
+            #expect(rewritten == expected, "\(id)")
         }
     }
 }

@@ -3,6 +3,7 @@ import AppStoreTesting
 import EventStore
 import HTTPTypes
 import Foundation
+import JSON
 import Hummingbird
 import HummingbirdTesting
 import Ledger
@@ -25,15 +26,19 @@ import Testing
         var dependencies = try await makeDependencies()
         dependencies.appStoreVerifier = AppStoreNotificationTests.verifier
         let ready = dependencies
-        try await withRouter(ready) { client in
+        // A webhook receiver that fails every request: deliveries stay pending until the erasure.
+        let receiver = ChangeReceiver(failuresPerID: .max)
+        try await withChangeReceiver(receiver) { url in try await withRouter(ready) { client in
             let dependencies = ready
             let catalog = dependencies.catalog.catalog
             // An appAccountToken is a UUID; apps make the subscriber id it, lowercased.
             let erased = UUID().uuidString.lowercased()
             let other = "keep-" + UUID().uuidString.lowercased()
             let run = UInt32.random(in: 0...UInt32.max)
-            #expect(try await client.post("/v1/webhooks", #"{"url": "http://127.0.0.1:9/hook", "description": "backend"}"#,
-                                          key: Keys.admin).status == .created)
+            #expect(try await client.post("/v1/webhooks", #"{"url": "\#(url)", "description": "backend"}"#, key: Keys.admin).status == .created)
+            // A pass ending in 20 days: its reminders (`rem:<id>:…`) are published below.
+            #expect(try await client.post("/v1/subscribers/\(erased)/events",
+                                          purchaseJSON("a-soon-\(run)", at: RFC3339.format(Date() - 10 * 86_400), device: "phone-\(erased)")).status == .created)
             // Long enough a history for a stored snapshot and a cached state.
             for index in 0..<70 {
                 #expect(try await client.post("/v1/subscribers/\(erased)/events",
@@ -89,6 +94,23 @@ import Testing
             try await projectAll()
             await dependencies.ledgers.snapshotsSaved()
             let pseudonym = SubscriberPseudonyms.pseudonym(for: erased)
+            // The reminders come due and the sweeper publishes them; the dispatcher
+            // tries the queues' heads, which fail: every delivery stays pending.
+            try await dependencies.pool.query("UPDATE reminders SET next_attempt_at = now() WHERE subscriber_id = \(erased) AND status = 'pending'")
+            let sweeper = ChangeTimeSweeper(pool: dependencies.pool, catalog: catalog)
+            let dispatcher = ChangeFixture(dependencies: dependencies).dispatcher()
+            func sweepAndDispatch() async throws {
+                while try await sweeper.sweepOnce() > 0 {}
+                try await dependencies.pool.query("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE status = 'pending'")
+                for _ in 0..<3 { _ = try await dispatcher.dispatchDue() }
+            }
+            try await sweepAndDispatch()
+            let reminders = try await dependencies.pool.query("""
+                SELECT count(*) FROM changes c JOIN webhook_deliveries d ON d.change_id = c.id
+                WHERE starts_with(c.id, 'rem:' || \(erased) || ':') AND d.status = 'pending'
+                """).first!.decode(Int.self, at: 0)
+            #expect(reminders == 3, "the reminders are published, their deliveries pending")
+            #expect(await receiver.requests.contains { $0.subscriberID == erased && $0.status == 500 }, "the receiver was tried")
 
             func observed() async throws -> [String] {
                 var texts = try await ErasureStepTests.acrossSubscribers(client, other: other, erased: erased, pseudonym: pseudonym)
@@ -119,7 +141,14 @@ import Testing
                                                   actor: "Ann")
             #expect(erasure.status == .ok, "\(erasure.text)")
             #expect(erasure.json["subscriberId"]?.string == erased)
+            let sentBefore = await receiver.requests.count
             try await projectAll()
+            try await sweepAndDispatch()
+            // Nothing the receiver gets after the erasure names the subscriber.
+            for request in await receiver.requests.dropFirst(sentBefore) {
+                let text = String(decoding: request.body, as: UTF8.self) + " " + (request.eventID ?? "")
+                #expect(PersonalDataScan(erased).matches(in: text).isEmpty, "\(text.prefix(300))")
+            }
 
             // The subscriber is gone for reads, writes, grants and a second erasure.
             for path in ["", "/history", "/explain"] {
@@ -182,12 +211,14 @@ import Testing
             let dump = try ChildProcess.run(["/usr/lib/postgresql/15/bin/pg_dump", "--data-only", "-d", dependencies.pool.configuration.conninfo])
             #expect(dump.status == 0, "pg_dump: \(dump.output.prefix(500))")
             #expect(dump.output.contains(pseudonym), "the dump holds the pseudonym's rows")
+            #expect(dump.output.contains("rem:\(pseudonym):") && dump.output.contains(ChangeRows.erasedDeliveryError),
+                    "the dump holds the reminders' changes and their stopped deliveries")
             #expect(dump.output.contains(other) && dump.output.contains("tablet-\(other)"), "the dump holds what is not erased")
             for value in [erased, erased.uppercased(), "phone-\(erased)", "tablet-\(erased)", "watch-\(erased)"] {
                 let found = PersonalDataScan(value).matches(in: dump.output)
                 #expect(found.isEmpty, "the dump holds \(value): \(dump.output.components(separatedBy: "\nCOPY ").filter { !PersonalDataScan(value).matches(in: $0).isEmpty }.map { $0.prefix(60) })")
             }
-        }
+        } }
     }
 
     /// Writes racing an erasure: each is either recorded before it (201) or

@@ -37,6 +37,8 @@ public struct ChangeTimeSweeper: Service {
     let catalog: Catalog
     let logger: Logger
     let now: @Sendable () -> Date
+    /// Tests: runs in each round between its reads and its writes.
+    var afterRead: (@Sendable () async -> Void)?
 
     public init(pool: ConnectionPool, catalog: Catalog, interval: Duration = .seconds(15), reminderWebhook: ReminderWebhook? = nil,
                 conninfo: String? = nil, logger: Logger = Logger(label: "subledger.changes.sweeper"),
@@ -130,6 +132,34 @@ public struct ChangeTimeSweeper: Service {
         return min(interval, .milliseconds(Int64(max(0, seconds) * 1000) + 5))
     }
 
+    /// Of the subscribers whose progress rows a round locked, those it may
+    /// publish for: their key rows are locked `FOR KEY SHARE` until the
+    /// round commits; one without a key (erased) or whose key an erasure
+    /// holds is left out.
+    ///
+    /// Why no change naming an erased subscriber's id is written after its
+    /// erasure rewrote the feed: a round publishes for a subscriber only
+    /// while it holds that key row, and an erasure locks the row `FOR
+    /// UPDATE` before it touches the feed (`ErasureService`). If the round
+    /// took the row first, the erasure waits for the round's commit, and
+    /// its statements rewriting `changes` and `webhook_deliveries` (each
+    /// with a snapshot taken after the lock, in READ COMMITTED) see what
+    /// the round wrote. If the erasure took it first, the round skips the
+    /// subscriber (`SKIP LOCKED`) and writes nothing for it; a round after
+    /// the commit finds no key row. The round does not wait for the key:
+    /// it already holds the subscriber's progress row, which the erasure
+    /// also rewrites, so waiting would be a deadlock (the change feed's
+    /// consumer locks the key first, then the progress row, as the erasure
+    /// does). The order of the statements in between does not matter.
+    static func keyed(_ subscriberIDs: [String], on connection: Connection) async throws -> Set<String> {
+        let rows = try await connection.query("""
+            SELECT subscriber_id FROM subscriber_keys
+            WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb))
+            FOR KEY SHARE SKIP LOCKED
+            """)
+        return Set(try rows.map { try $0.decode(String.self, at: 0) })
+    }
+
     /// How late a reminder may still be published: one due longer ago (the
     /// service was down, or it is a first start on an old database) is
     /// `skipped`, as one already due when it was scheduled is.
@@ -142,7 +172,10 @@ public struct ChangeTimeSweeper: Service {
         return try await pool.withConnection { connection in
             try await connection.withTransaction { connection in
                 try await connection.query(ChangeRows.skipStaleRemindersStatement(at: now, lateness: Self.reminderLateness))
-                let due = try await ChangeRows.lockDue(at: now, limit: batchSize, on: connection)
+                let locked = try await ChangeRows.lockDue(at: now, limit: batchSize, on: connection)
+                guard !locked.isEmpty else { return 0 }
+                let keyed = try await Self.keyed(locked.keys.sorted(), on: connection)
+                let due = locked.filter { keyed.contains($0.key) }
                 guard !due.isEmpty else { return 0 }
                 // The ledger as of the version the feed reached: the snapshot
                 // below it and the events up to it (progress - 1 keeps the
@@ -167,6 +200,7 @@ public struct ChangeTimeSweeper: Service {
                     fold.advanceTime(until: now, recordedAt: now)
                     folds.append(fold)
                 }
+                await afterRead?()
                 try await ChangeRows.write(folds, publishedReminders: published, on: connection)
                 return folds.count
             }

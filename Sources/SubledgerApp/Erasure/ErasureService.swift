@@ -11,16 +11,22 @@ import Postgres
 ///
 /// 1. waits for no rebuild to be loading (a rebuild folds streams with the
 ///    keys it read when it started; 503 while one runs);
-/// 2. locks the subscriber's key row (`FOR UPDATE`): every derived write
+/// 2. stops the subscriber's webhook deliveries and waits for those a
+///    dispatcher is posting (`ChangeRows.settleDeliveries`: no POST naming
+///    the subscriber may start after the commit);
+/// 3. locks the subscriber's key row (`FOR UPDATE`): every derived write
 ///    naming the subscriber by id holds that row `FOR KEY SHARE` until it
 ///    commits, so those in flight finish first and later ones find no key
-///    (the audit, a table lock: `AuditStore.insert`);
-/// 3. appends `erased` to the stream, expecting its version, so a write
+///    (the time sweeper skips a subscriber whose row is locked:
+///    `ChangeTimeSweeper`); settles the deliveries again, none can be made
+///    from here on;
+/// 4. appends `erased` to the stream, expecting its version, so a write
 ///    that read the stream before fails its expected version, reads again
 ///    and is refused (410);
-/// 4. runs `ErasureSteps.standard` (derived tables move to the pseudonym
-///    or go);
-/// 5. deletes the key: what it sealed in the log is unreadable from then on.
+/// 5. runs `ErasureSteps.standard` (derived tables move to the pseudonym
+///    or go); the audit's step is last and locks its table against audit
+///    batches (`AuditStore.insert`) only from there to the commit;
+/// 6. deletes the key: what it sealed in the log is unreadable from then on.
 ///
 /// Then drops the subscriber from this instance's ledger cache; another
 /// instance's cached ledger is read again when the stream's version moves,
@@ -31,6 +37,10 @@ public struct ErasureService: Sendable {
     let ledgers: LedgerCache?
     let logger: Logger
     var steps = ErasureSteps.standard
+    /// How long the erasure waits for webhook deliveries of the subscriber
+    /// that a dispatcher is posting (at most its request timeout, or its
+    /// lease if it died) before it answers 503.
+    var deliveryWait: Duration = .seconds(30)
     /// The clock; tests may pin it.
     public var now: @Sendable () -> Date = { Date() }
 
@@ -65,9 +75,11 @@ public struct ErasureService: Sendable {
                                        message: "a rebuild of \(consumer) is running; erase after it ends", retryAfter: .seconds(30))
                 }
             }
+            // Before the key row is locked: the wait does not hold the writers that lock it.
+            try await settleDeliveries(subscriberID, pseudonym: pseudonym, on: connection)
             let keyRows = try await connection.query("SELECT key FROM subscriber_keys WHERE pseudonym = \(pseudonym) FOR UPDATE")
-            // Audit batches in flight commit first; later ones see the erasure (`AuditStore.insert`).
-            try await connection.query("LOCK TABLE audit_entries IN SHARE ROW EXCLUSIVE MODE")
+            // Before the stream is locked: recording a reminder's outcome appends to it.
+            try await settleDeliveries(subscriberID, pseudonym: pseudonym, on: connection)
             // Locked: a write that read the stream before waits, then fails its expected version.
             let version = try await connection.query("SELECT version FROM streams WHERE stream_id = \(streamID) FOR UPDATE")
                 .first?.decode(Int64.self, at: 0) ?? 0
@@ -94,5 +106,12 @@ public struct ErasureService: Sendable {
 }
 
 extension ErasureService {
+    private func settleDeliveries(_ subscriberID: String, pseudonym: String, on connection: Connection) async throws {
+        guard try await ChangeRows.settleDeliveries(of: subscriberID, pseudonym: pseudonym, timeout: deliveryWait, on: connection) else {
+            throw ServiceError(.upstreamUnavailable, code: .contention,
+                               message: "a webhook delivery of the subscriber is being sent; erase after it ends", retryAfter: .seconds(60))
+        }
+    }
+
     static let erasures = Counter(label: "subledger_erasures_total")
 }

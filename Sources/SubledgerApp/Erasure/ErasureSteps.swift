@@ -22,7 +22,8 @@ public struct ErasureStep: Sendable {
 /// beside its SQL and adds it to `ErasureSteps.standard`, and nowhere else
 /// (docs/architecture.md, "Erasure steps").
 public struct ErasureSteps: Sendable {
-    /// Every store's step, in the order they run.
+    /// Every store's step, in the order they run. The audit's is last: it
+    /// locks the audit table until the commit (`AuditStore.erasureStep`).
     public static let standard = ErasureSteps([
         ReadModelRows.erasureStep,
         SubscriberSnapshots.erasureStep,
@@ -32,15 +33,15 @@ public struct ErasureSteps: Sendable {
         NotificationStore.erasureStep,
         ParkedEventStore.erasureStep,
         ChangeRows.erasureStep,
-        AuditStore.erasureStep,
         InvalidProductStore.erasureStep,
+        AuditStore.erasureStep,
     ])
 
     public private(set) var steps: [ErasureStep]
 
     public init(_ steps: [ErasureStep]) { self.steps = steps }
 
-    /// Adds a step after the others.
+    /// Adds a step after the others (tests; a store's step belongs in `standard`).
     public mutating func append(_ step: ErasureStep) { steps.append(step) }
 
     /// Runs every step in order on `connection`, which the caller holds in a
