@@ -120,8 +120,9 @@ struct AuditRouteTests {
             let ids = listed.json["entries"]?.array.compactMap { $0["subscriberId"]?.string } ?? []
             #expect(ids == ["kim", "a\u{FFFD}b", "lee"])
             // The listing wrote all three in one batch, then recorded itself:
-            // one entry left, nothing back in the buffer from a failed batch.
-            #expect(try await dependencies.auditTrail.flush(to: dependencies.pool) == 1)
+            // at most that one entry left, nothing back in the buffer from a
+            // failed batch (a background flush may have written it already).
+            #expect(try await dependencies.auditTrail.flush(to: dependencies.pool) <= 1)
             #expect(dependencies.auditTrail.pendingCount == 0)
             let stored = try await dependencies.pool.query("SELECT count(*) FROM audit_entries")
             #expect(try stored.first?.decode(Int64.self, at: 0) == 4)
