@@ -152,14 +152,7 @@ struct WebhookDestinationTests {
 func withStrictApp(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
     var dependencies = try await makeDependencies()
     dependencies.configuration.webhookAllowPrivate = false
-    let app = buildApplication(dependencies)
-    do {
-        try await app.test(.router) { client in try await body(client) }
-        await dependencies.pool.close()
-    } catch {
-        await dependencies.pool.close()
-        throw error
-    }
+    try await withRouter(dependencies, body)
 }
 
 /// Connections a listener accepted.
