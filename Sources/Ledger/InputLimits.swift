@@ -62,8 +62,9 @@ public enum InputLimits {
     }
 
     /// `ps-` and 32 lowercase hexadecimal digits: the shape of
-    /// `SubscriberPseudonyms.pseudonym(for:)` (a test compares the two).
-    public static func hasPseudonymShape(_ text: String) -> Bool {
+    /// `SubscriberPseudonyms.pseudonym(for:)`, which answers
+    /// `isPseudonym` with this (a test compares it with real pseudonyms).
+    public static func hasPseudonymShape(_ text: some StringProtocol) -> Bool {
         let bytes = text.utf8
         return bytes.count == 35 && bytes.starts(with: "ps-".utf8)
             && bytes.dropFirst(3).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }

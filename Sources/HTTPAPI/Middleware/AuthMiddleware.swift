@@ -56,14 +56,7 @@ public struct AuthMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as LedgerError where error.code == .erased && context.role != .admin {
-            throw SubscriberReader.notFound(subscriberID(inPath: request.uri.path))
+            throw SubscriberReader.notFound((try? RequestInput.subscriberID(context)) ?? "")
         }
-    }
-
-    /// The id a `/v1/subscribers/{id}…` path names, percent-decoded ("" for another path).
-    static func subscriberID(inPath path: String) -> String {
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard segments.count >= 4, segments[1] == "v1", segments[2] == "subscribers" else { return "" }
-        return String(segments[3]).removingPercentEncoding ?? String(segments[3])
     }
 }

@@ -76,8 +76,7 @@ public struct WebhookSecretSealing: @unchecked Sendable {
     /// when there is no secret).
     public static func load(secret: Data?, on connection: Connection) async throws -> WebhookSecretSealing {
         if secret == nil {
-            var random = SystemRandomNumberGenerator()
-            let key = Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
+            let key = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
             try await connection.query("INSERT INTO webhook_sealing_keys (id, key) VALUES (1, \(key)) ON CONFLICT (id) DO NOTHING")
         }
         let stored = try await connection.query("SELECT key FROM webhook_sealing_keys WHERE id = 1").first?.decode(Data.self, at: 0)

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Ledger
 
 /// Names a subscriber in the event log without its id: `ps-` and the
 /// SHA-256 (hexadecimal) of the id, domain-separated. It is the same every
@@ -36,6 +37,6 @@ public enum SubscriberPseudonyms {
 
     /// Whether `text` has the shape of a pseudonym.
     public static func isPseudonym(_ text: some StringProtocol) -> Bool {
-        text.utf8.count == 3 + digits && text.hasPrefix("ps-") && text.utf8.dropFirst(3).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        InputLimits.hasPseudonymShape(text)
     }
 }
