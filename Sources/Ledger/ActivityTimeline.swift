@@ -81,6 +81,11 @@ struct ActivityTimeline {
             lastRunStart[Self.nonRenewingUnit(group)] = Self.lastRunStart(of: added)
             pieces += added
         }
+        for token in ledger.playTokens(environment: environment) {
+            let added = sweepGooglePlay(token, ledger: ledger)
+            lastRunStart[Self.autoRenewableUnit(token)] = Self.lastRunStart(of: added)
+            pieces += added
+        }
         for record in singles.sorted(by: { $0.fact.transactionID < $1.fact.transactionID }) {
             var dates = Self.originalDates(record.fact.originalTransactionID, ledger: ledger)
             Self.appendTransactionDates(record, ledger: ledger, includeEnds: false, to: &dates)
@@ -96,6 +101,35 @@ struct ActivityTimeline {
     }
 
     // MARK: Sweeps
+
+    /// A Play purchase token: its status changes only at the dates its
+    /// states, its voiding and its replacement name.
+    private func sweepGooglePlay(_ token: String, ledger: SubscriberLedger) -> [Piece] {
+        var dates: [Date] = []
+        for state in ledger.playPurchases[token] ?? [] {
+            dates += [state.date, state.value.startTime]
+            if let expiry = state.value.expiryTime { dates.append(expiry) }
+        }
+        if let void = ledger.playVoids[token] { dates.append(void.date) }
+        for (other, states) in ledger.playPurchases where other != token {
+            for state in states where state.value.linkedPurchaseToken == token {
+                dates += [state.value.startTime, state.date]
+            }
+        }
+        dates += Self.originalDates(token, ledger: ledger, includeStore: false)
+        guard let from = dates.min() else { return [] }
+        var points: [Date] = []
+        Self.points(from: from, until: nil, &dates, into: &points)
+        var pieces: [Piece] = []
+        evaluate(at: points, until: nil, into: &pieces) { at in
+            guard let play = Evaluation.playEvaluation(token, ledger: ledger, catalog: catalog, at: at, environment: environment),
+                  play.status == .active || play.status == .grace,
+                  play.product.type != .consumable else { return nil }
+            return Piece(start: at, end: nil, productID: play.product.id, type: play.product.type, group: play.product.group,
+                         source: play.latest.orderID ?? token)
+        }
+        return pieces
+    }
 
     private func sweepAutoRenewable(_ records: [SubscriberLedger.TransactionRecord], ledger: SubscriberLedger) -> [Piece] {
         func isLater(_ left: SubscriberLedger.TransactionRecord, than right: SubscriberLedger.TransactionRecord) -> Bool {
@@ -225,8 +259,8 @@ struct ActivityTimeline {
     /// transfers, and (with `includeStore`) the store's expiries and billing
     /// issues with their grace ends.
     static func originalDates(_ original: String, ledger: SubscriberLedger, includeStore: Bool = true) -> [Date] {
-        var dates = ledger.ownership.isEmpty ? [] : Environment.allCases.flatMap {
-            (ledger.ownership[$0.ownershipKey(original)] ?? []).map(\.date)
+        var dates = ledger.ownership.isEmpty ? [] : Environment.allCases.flatMap { environment in
+            Store.allCases.flatMap { (ledger.ownership[$0.ownershipKey(original, environment: environment)] ?? []).map(\.date) }
         }
         guard includeStore else { return dates }
         dates += (ledger.storeExpiries[original] ?? []).map(\.date)

@@ -28,15 +28,44 @@ public struct Product: Sendable, Hashable, Codable {
     public var duration: ISODuration?
     /// Leads before coverage end at which to remind (`P0D` = the expiry prompt).
     public var reminders: [ISODuration]
+    /// The store that sells it; for Google Play, `id` is Play's `productId`,
+    /// or `productId:basePlanId` for one base plan.
+    public var store: Store
 
     public init(id: String, type: ProductType, group: String? = nil, entitlements: [String] = [],
-                duration: ISODuration? = nil, reminders: [ISODuration] = []) {
+                duration: ISODuration? = nil, reminders: [ISODuration] = [], store: Store = .appStore) {
         self.id = id
         self.type = type
         self.group = group ?? id
         self.entitlements = entitlements
         self.duration = duration
         self.reminders = reminders
+        self.store = store
+    }
+
+    enum CodingKeys: String, CodingKey { case id, type, group, entitlements, duration, reminders, store }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(id: try container.decode(String.self, forKey: .id), type: try container.decode(ProductType.self, forKey: .type),
+                  group: try container.decodeIfPresent(String.self, forKey: .group),
+                  entitlements: try container.decodeIfPresent([String].self, forKey: .entitlements) ?? [],
+                  duration: try container.decodeIfPresent(ISODuration.self, forKey: .duration),
+                  reminders: try container.decodeIfPresent([ISODuration].self, forKey: .reminders) ?? [],
+                  store: try container.decodeIfPresent(Store.self, forKey: .store) ?? .appStore)
+    }
+
+    /// An App Store product is written as before there were two stores (the
+    /// catalog's fingerprint, and so every cached state, stays the same).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(type, forKey: .type)
+        try container.encode(group, forKey: .group)
+        try container.encode(entitlements, forKey: .entitlements)
+        try container.encodeIfPresent(duration, forKey: .duration)
+        try container.encode(reminders, forKey: .reminders)
+        if store != .appStore { try container.encode(store, forKey: .store) }
     }
 }
 
@@ -57,6 +86,12 @@ public struct Catalog: Sendable, Equatable {
         var byID: [String: Product] = [:]
         var groupTypes: [String: (ProductType, String)] = [:]
         for product in products {
+            if product.store == .googlePlay, product.type == .nonRenewing || product.type == .free {
+                throw CatalogError(productID: product.id,
+                                   message: "Google Play sells auto-renewable, consumable and non-consumable products, not \(product.type.rawValue)")
+            }
+            // Ids are unique across stores: every reader finds a product by
+            // its id alone (a Play product can use `productId:basePlanId`).
             guard byID[product.id] == nil else {
                 throw CatalogError(productID: product.id, message: "the id appears more than once")
             }
@@ -132,6 +167,11 @@ public struct Catalog: Sendable, Equatable {
         productsByID[id]
     }
 
+    /// The product of `store` with this id, if the catalog has it.
+    public func product(id: String, store: Store) -> Product? {
+        productsByID[id].flatMap { $0.store == store ? $0 : nil }
+    }
+
     /// Every entitlement id some product grants, sorted.
     public var entitlementIDs: [String] {
         Set(products.flatMap(\.entitlements)).sorted()
@@ -188,8 +228,17 @@ public struct Catalog: Sendable, Equatable {
         }
         let periodLength: ISODuration?
         if let text = try string("duration") { periodLength = try duration(text, "duration") } else { periodLength = nil }
+        let store: Store
+        switch try string("store") {
+        case nil: store = .appStore
+        case let name?:
+            guard let named = Store(rawValue: name) else {
+                throw CatalogError(productID: id, message: "unknown store \"\(name)\"; expected app_store or google_play")
+            }
+            store = named
+        }
         return Product(id: id, type: type, group: group, entitlements: try strings("entitlements"),
-                       duration: periodLength, reminders: reminders)
+                       duration: periodLength, reminders: reminders, store: store)
     }
 }
 

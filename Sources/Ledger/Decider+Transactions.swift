@@ -60,17 +60,27 @@ extension Decider {
     private func claim(_ fact: TransactionFact, product: Product, event: LedgerEvent, ledger: SubscriberLedger,
                        owner: (String) -> String?, now: Date, source: String, field: String,
                        into decision: inout Decision) throws(LedgerError) {
-        let original = fact.originalTransactionID
         guard product.type.isRestorable else {
             decision.events.append(event)
             return
         }
-        // Ownership is per environment: a Sandbox fact never claims or moves
-        // a Production original, nor the reverse.
-        let key = fact.environment.ownershipKey(original)
+        try claim(fact.originalTransactionID, store: .appStore, environment: fact.environment, transaction: fact, event: event,
+                  ledger: ledger, owner: owner, now: now, source: source, field: field, into: &decision)
+    }
+
+    /// Records `event` for a purchase of `store` (its original transaction
+    /// id, or a Play purchase token), settling who owns it.
+    func claim(_ original: String, store: Store, environment: Environment, transaction fact: TransactionFact?, event: LedgerEvent,
+               ledger: SubscriberLedger, owner: (String) -> String?, now: Date, source: String, field: String,
+               into decision: inout Decision) throws(LedgerError) {
+        // Ownership is per store and environment: a Sandbox fact never
+        // claims or moves a Production original, nor the reverse, and a
+        // Play token never names an App Store purchase.
+        let key = store.ownershipKey(original, environment: environment)
         let claimedHere = decision.claims.contains(key)
-        let currentOwner = claimedHere ? ledger.subscriberID
-            : owner(key) ?? (ledger.holds(originalTransactionID: original, environment: fact.environment) ? ledger.subscriberID : nil)
+        let holdsHere = store == .appStore ? ledger.holds(originalTransactionID: original, environment: environment)
+            : ledger.holds(playToken: original, environment: environment)
+        let currentOwner = claimedHere ? ledger.subscriberID : owner(key) ?? (holdsHere ? ledger.subscriberID : nil)
         switch currentOwner {
         case ledger.subscriberID?:
             decision.events.append(event)
@@ -87,10 +97,13 @@ extension Decider {
             }
             let transfer = TransferFact(originalTransactionID: original, fromSubscriberID: other, toSubscriberID: ledger.subscriberID,
                                         afterPosition: ledger.lastPosition, date: now, source: source,
-                                        environment: fact.environment == .production ? nil : fact.environment)
+                                        environment: environment == .production ? nil : environment,
+                                        store: store == .appStore ? nil : store)
             var incoming = transfer
             incoming.transaction = fact
             decision.events.append(.transferredIn(incoming))
+            // A Play purchase's state is its own event beside the transfer.
+            if fact == nil { decision.events.append(event) }
             if let index = decision.transfers.firstIndex(where: { $0.fromSubscriberID == other }) {
                 decision.transfers[index].events.append(.transferredOut(transfer))
             } else {

@@ -151,6 +151,10 @@ public struct Decider: Sendable {
                                            gracePeriodExpiresDate: issue.gracePeriodExpiresDate,
                                            environment: issue.environment, source: source))
             }
+        case .googlePlayPurchase(let purchase):
+            decision = try decide(purchase, ledger: ledger, owner: owner, now: now, source: source)
+        case .googlePlayVoid(let void):
+            decision = try decide(void, ledger: ledger, owner: owner, now: now, source: source)
         }
         return decision.settled(lastPosition: ledger.lastPosition)
     }

@@ -37,6 +37,8 @@ struct Evaluation {
         /// The events behind it, in no order and possibly repeated (`explain`
         /// sorts them; sorting thousands on every read was a cost of its own).
         var positions: [Int64]
+        /// A Google Play subscription's reason, in words, for `explain`.
+        var playReason: String? = nil
     }
 
     struct Dated { var date: Date; var position: Int64 }
@@ -123,8 +125,15 @@ struct Evaluation {
                 latestOfChains.append(transaction)
             }
         }
+        evaluateGooglePlay(ledger: ledger, catalog: catalog, environment: environment)
+        let playSubscriptions = autoRenewables
+        autoRenewables = []
         transactions = Self.sortedInPurchaseOrder(transactions + latestOfChains)
         evaluateAutoRenewables(ledger: ledger, chains: chains)
+        if !playSubscriptions.isEmpty {
+            autoRenewables += playSubscriptions
+            autoRenewables.sort { ($0.group, $0.latest.fact.originalTransactionID) < ($1.group, $1.latest.fact.originalTransactionID) }
+        }
         evaluateNonRenewing()
         if includingGrants {
             evaluateGrants(catalog: catalog)
@@ -184,7 +193,7 @@ struct Evaluation {
     /// - Parameter chains: each original's visible, owned transactions;
     ///   `transactions` holds the latest of each.
     private mutating func evaluateAutoRenewables(ledger: SubscriberLedger, chains: [String: [ChainLink]]) {
-        for latest in transactions where latest.type == .autoRenewable {
+        for latest in transactions where latest.type == .autoRenewable && latest.fact.store == .appStore {
             let original = latest.fact.originalTransactionID
             let chain = chains[original] ?? []
             let terms = Self.autoRenewableTerms(latest: latest, ledger: ledger, at: at)
@@ -267,6 +276,10 @@ struct Evaluation {
             let fact = subscription.latest.fact
             let original = "original transaction \(fact.originalTransactionID), latest transaction \(fact.transactionID)"
             let grant: (Bool, Date?, String)
+            if let reason = subscription.playReason {
+                let granting = subscription.status == .active || subscription.status == .grace
+                grant = (granting, subscription.graceEnd ?? subscription.end, reason)
+            } else {
             switch subscription.status {
             case .active:
                 grant = (true, subscription.end, "auto-renewable \(fact.productID) (\(original)) is paid until \(RFC3339.format(subscription.end))"
@@ -281,6 +294,10 @@ struct Evaluation {
             case .revoked:
                 let revokedAt = subscription.latest.revokedAt!
                 grant = (false, revokedAt, "auto-renewable \(fact.productID) (\(original)) was refunded; access ended at \(RFC3339.format(revokedAt))")
+            case .onHold, .paused, .pending:
+                // Only Google Play's subscriptions have these (`playReason`).
+                grant = (false, subscription.end, "auto-renewable \(fact.productID) (\(original)) is \(subscription.status.rawValue)")
+            }
             }
             let note = Self.storeNote(fact, refund: subscription.latest.refund?.value)
             for entitlement in entitlements(fact.productID) {

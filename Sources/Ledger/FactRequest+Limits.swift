@@ -60,6 +60,20 @@ extension FactRequest {
             try check.identifier(issue.productID, "productId")
             try check.instant(issue.gracePeriodExpiresDate, "gracePeriodExpiresDate")
             try check.effectiveDate(issue.effectiveDate, "effectiveDate")
+        case .googlePlayPurchase(let purchase):
+            try InputLimits.checkPurchaseToken(purchase.purchaseToken, field: "purchaseToken")
+            if let linked = purchase.linkedPurchaseToken { try InputLimits.checkPurchaseToken(linked, field: "linkedPurchaseToken") }
+            try check.identifier(purchase.orderID, "orderId")
+            try check.identifier(purchase.productID, "productId")
+            try check.identifier(purchase.basePlanID, "basePlanId")
+            try check.instant(purchase.startTime, "startTime")
+            try check.instant(purchase.expiryTime, "expiryTime")
+            try check.effectiveDate(purchase.observedAt, "eventTimeMillis")
+            try check.quantity(purchase.quantity)
+        case .googlePlayVoid(let void):
+            try InputLimits.checkPurchaseToken(void.purchaseToken, field: "purchaseToken")
+            try check.identifier(void.orderID, "orderId")
+            try check.effectiveDate(void.voidedAt, "voidedTimeMillis")
         }
     }
 }

@@ -23,9 +23,9 @@ extension FactRequest {
     }
 
     static func parse(_ reader: FieldReader) throws(LedgerError) -> FactRequest {
-        let typeNames = FactType.allCases.map(\.rawValue).joined(separator: ", ")
+        let typeNames = FactType.allCases.filter(\.acceptedAsJSON).map(\.rawValue).joined(separator: ", ")
         guard let typeName = try reader.string("type") else { throw .missingField("type", "one of \(typeNames)") }
-        guard let type = FactType(rawValue: typeName) else {
+        guard let type = FactType(rawValue: typeName), type.acceptedAsJSON else {
             throw LedgerError(kind: .badRequest, code: .invalidType,
                               message: "Field 'type' must be one of \(typeNames), got \"\(typeName.prefix(64))\".",
                               field: "type")
@@ -119,6 +119,8 @@ extension FactRequest {
             request = .billingIssue(BillingIssue(
                 originalTransactionID: try required(originalTransactionID, "originalTransactionId"), productID: productID,
                 gracePeriodExpiresDate: gracePeriodExpiresDate, effectiveDate: effectiveDate, environment: environment))
+        case .googlePlayPurchase, .googlePlayVoid:
+            preconditionFailure("refused above: not accepted as JSON")
         }
         if let purchaseDate, let expiresDate, type != .expiry, expiresDate <= purchaseDate {
             throw .invalidField("expiresDate", expected: "a time after purchaseDate (\(RFC3339.format(purchaseDate)))",

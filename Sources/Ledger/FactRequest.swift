@@ -13,12 +13,22 @@ public enum FactRequest: Sendable, Hashable {
     case autoRenewChange(AutoRenewChange)
     case billingIssue(BillingIssue)
     case refundReversal(RefundReversal)
+    /// A Google Play purchase as fetched from the Play Developer API.
+    case googlePlayPurchase(GooglePlayPurchase)
+    case googlePlayVoid(GooglePlayVoid)
 
     /// The fact types by their JSON name; the first five are the HTTP
-    /// contract's, the last three are produced by the App Store integration.
+    /// contract's, the next three are produced by the App Store integration
+    /// (and accepted by the API and import), the last two only by the Google
+    /// Play integration (`acceptedAsJSON` is false).
     public enum FactType: String, Sendable, Hashable, CaseIterable {
         case purchase, renewal, restore, refund, expiry
         case autoRenewChange, billingIssue, refundReversal
+        case googlePlayPurchase, googlePlayVoid
+
+        /// Whether a request body or an import line may name it: Play facts
+        /// are only what the service itself fetched from Google.
+        public var acceptedAsJSON: Bool { self != .googlePlayPurchase && self != .googlePlayVoid }
     }
 
     public var type: FactType {
@@ -31,6 +41,8 @@ public enum FactRequest: Sendable, Hashable {
         case .autoRenewChange: .autoRenewChange
         case .billingIssue: .billingIssue
         case .refundReversal: .refundReversal
+        case .googlePlayPurchase: .googlePlayPurchase
+        case .googlePlayVoid: .googlePlayVoid
         }
     }
 
@@ -42,6 +54,8 @@ public enum FactRequest: Sendable, Hashable {
         case .restore(let restore): restore.transaction.transactionID
         case .refund(let refund): refund.transactionID
         case .refundReversal(let reversal): reversal.transactionID
+        case .googlePlayPurchase(let purchase): purchase.orderID
+        case .googlePlayVoid(let void): void.orderID
         case .expiry, .autoRenewChange, .billingIssue: nil
         }
     }
@@ -57,6 +71,8 @@ public enum FactRequest: Sendable, Hashable {
         case .expiry(let expiry): expiry.originalTransactionID
         case .autoRenewChange(let change): change.originalTransactionID
         case .billingIssue(let issue): issue.originalTransactionID
+        case .googlePlayPurchase(let purchase): purchase.purchaseToken
+        case .googlePlayVoid(let void): void.purchaseToken
         }
     }
 
@@ -69,7 +85,8 @@ public enum FactRequest: Sendable, Hashable {
         case .expiry(let expiry): expiry.productID
         case .autoRenewChange(let change): change.productID
         case .billingIssue(let issue): issue.productID
-        case .refund, .refundReversal: nil
+        case .googlePlayPurchase(let purchase): purchase.productID
+        case .refund, .refundReversal, .googlePlayVoid: nil
         }
     }
 
@@ -83,6 +100,16 @@ public enum FactRequest: Sendable, Hashable {
         case .autoRenewChange(let change): change.environment
         case .billingIssue(let issue): issue.environment
         case .refundReversal(let reversal): reversal.environment
+        case .googlePlayPurchase(let purchase): purchase.environment
+        case .googlePlayVoid(let void): void.environment
+        }
+    }
+
+    /// The store the fact is of.
+    public var store: Store {
+        switch self {
+        case .googlePlayPurchase, .googlePlayVoid: .googlePlay
+        default: .appStore
         }
     }
 
@@ -90,6 +117,16 @@ public enum FactRequest: Sendable, Hashable {
     /// and original transaction ids whose owners the decision may ask
     /// about: look these up before calling the `Decider`.
     public var referencedTransactionIDs: Set<String> {
-        Set([transactionID, originalTransactionID].compactMap { $0.map(environment.ownershipKey) })
+        switch self {
+        case .googlePlayPurchase(let purchase):
+            // The linked purchase's owner is who a replacement belongs to.
+            return Set([purchase.purchaseToken, purchase.linkedPurchaseToken].compactMap {
+                $0.map { Store.googlePlay.ownershipKey($0, environment: purchase.environment) }
+            })
+        case .googlePlayVoid(let void):
+            return [Store.googlePlay.ownershipKey(void.purchaseToken, environment: void.environment)]
+        default:
+            return Set([transactionID, originalTransactionID].compactMap { $0.map(environment.ownershipKey) })
+        }
     }
 }

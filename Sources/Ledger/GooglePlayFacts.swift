@@ -1,3 +1,4 @@
+import JSON
 import Foundation
 
 /// The store a fact came from. Facts stored before there was a second store
@@ -173,4 +174,38 @@ extension Store {
     }
 
     static let googlePlayKeyPrefix = "google_play\u{1F}"
+}
+
+extension GooglePlayPurchase {
+    /// A line for the history, e.g. "subscription pro_monthly:monthly
+    /// (order GPA.1-2-3, token abc) SUBSCRIPTION_STATE_ACTIVE until …".
+    public var summary: String {
+        var text = "\(kind.rawValue) \(catalogIDs[0]) ("
+        if let orderID { text += "order \(orderID), " }
+        text += "token \(purchaseToken)) \(state.rawValue)"
+        if let expiryTime { text += " until \(RFC3339.format(expiryTime))" }
+        if let autoRenew { text += autoRenew ? ", renews" : ", auto-renew off" }
+        if let linkedPurchaseToken { text += ", replaces token \(linkedPurchaseToken)" }
+        if !acknowledged { text += ", not acknowledged yet" }
+        if environment == .sandbox { text += " [Sandbox]" }
+        return text
+    }
+}
+
+extension GooglePlayVoid {
+    /// `voidedReason` in words.
+    /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.voidedpurchases#VoidedPurchase
+    public static func reasonName(_ reason: Int) -> String {
+        switch reason {
+        case 0: "other"
+        case 1: "remorse"
+        case 2: "not received"
+        case 3: "defective"
+        case 4: "accidental purchase"
+        case 5: "fraud"
+        case 6: "friendly fraud"
+        case 7: "chargeback"
+        default: "reason \(reason)"
+        }
+    }
 }

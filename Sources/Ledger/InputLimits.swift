@@ -160,3 +160,19 @@ public enum InputLimits {
         return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
     }
 }
+
+extension InputLimits {
+    /// The longest Google Play purchase token accepted. Google documents no
+    /// length; tokens seen are about 150 characters.
+    public static let purchaseTokenBytes = 1...4096
+
+    /// A Play purchase token: 1–4096 bytes of printable ASCII (no space or
+    /// control character, so it can never hold an ownership key's separator).
+    public static func checkPurchaseToken(_ token: String, field: String) throws(LedgerError) {
+        let bytes = token.utf8
+        guard purchaseTokenBytes.contains(bytes.count), bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw .invalidField(field, expected: "a Google Play purchase token of 1 to \(purchaseTokenBytes.upperBound) printable ASCII characters",
+                                got: "\(bytes.count) bytes")
+        }
+    }
+}

@@ -29,6 +29,8 @@ extension LedgerEvent {
         case .granted(let grant): return try encoded(grant)
         case .grantRevoked(let revocation): return try encoded(revocation)
         case .erased(let erasure): return try encoded(erasure)
+        case .googlePlayPurchase(let purchase): return try encoded(purchase)
+        case .googlePlayVoided(let void): return try encoded(void)
         case .unknown(_, _, let data): return data
         }
     }
@@ -66,6 +68,8 @@ extension LedgerEvent {
         case .granted: return .granted(try payload(SupportGrant.self))
         case .grantRevoked: return .grantRevoked(try payload(GrantRevocation.self))
         case .erased: return .erased(try payload(SubscriberErasure.self))
+        case .googlePlayPurchase: return .googlePlayPurchase(try payload(GooglePlayPurchase.self))
+        case .googlePlayVoided: return .googlePlayVoided(try payload(GooglePlayVoid.self))
         }
     }
 }

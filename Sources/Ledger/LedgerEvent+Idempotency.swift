@@ -44,6 +44,16 @@ extension LedgerEvent {
             return "grant-revoked:" + revocation.grantID
         case .erased:
             return "erased"
+        case .googlePlayPurchase(let purchase):
+            // One key per state a fetch can report: the same state fetched
+            // again (a repeated push) is the same key.
+            let key = Store.googlePlay.ownershipKey(purchase.purchaseToken, environment: purchase.environment)
+            return "google-play:\(key):\(purchase.state.rawValue):\(purchase.orderID ?? "")"
+                + ":\(purchase.expiryTime.map(RFC3339.format) ?? ""):\(purchase.autoRenew.map { $0 ? "on" : "off" } ?? "")"
+                + ":\(purchase.acknowledged ? "ack" : "")"
+        case .googlePlayVoided(let void):
+            let key = Store.googlePlay.ownershipKey(void.purchaseToken, environment: void.environment)
+            return "google-play-voided:\(key):\(void.orderID ?? "")"
         case .unknown:
             return nil
         }

@@ -28,7 +28,9 @@ extension LedgerEvent {
         case .reminderFailed(var delivery):
             delivery.reminderID = try transform(delivery.reminderID)
             return .reminderFailed(delivery)
-        case .refunded, .refundReversed, .renewalExtended, .expired, .autoRenewChanged, .billingIssue, .granted, .grantRevoked, .erased, .unknown:
+        // A purchase token names a purchase, as a transaction id does, not a person.
+        case .refunded, .refundReversed, .renewalExtended, .expired, .autoRenewChanged, .billingIssue, .granted, .grantRevoked, .erased,
+             .googlePlayPurchase, .googlePlayVoided, .unknown:
             return self
         }
     }
@@ -39,7 +41,8 @@ extension LedgerEvent {
         switch self {
         case .purchased(let fact), .renewed(let fact), .restored(let fact): fact.deviceID != nil
         case .transferredOut, .transferredIn, .deviceSeen, .reminderSent, .reminderFailed: true
-        case .refunded, .refundReversed, .renewalExtended, .expired, .autoRenewChanged, .billingIssue, .granted, .grantRevoked, .erased, .unknown:
+        case .refunded, .refundReversed, .renewalExtended, .expired, .autoRenewChanged, .billingIssue, .granted, .grantRevoked, .erased,
+             .googlePlayPurchase, .googlePlayVoided, .unknown:
             false
         }
     }

@@ -18,6 +18,8 @@ extension LedgerEvent {
         case .granted(let grant): grant.startsAt
         case .grantRevoked(let revocation): revocation.date
         case .erased(let erasure): erasure.date
+        case .googlePlayPurchase(let purchase): purchase.observedAt
+        case .googlePlayVoided(let void): void.voidedAt
         case .unknown: nil
         }
     }
@@ -38,6 +40,8 @@ extension LedgerEvent {
         case .granted(let grant): grant.source
         case .grantRevoked(let revocation): revocation.source
         case .erased(let erasure): erasure.source
+        case .googlePlayPurchase(let purchase): purchase.source
+        case .googlePlayVoided(let void): void.source
         case .unknown: nil
         }
     }
@@ -50,6 +54,8 @@ extension LedgerEvent {
         case .refundReversed(let reversal): reversal.transactionID
         case .renewalExtended(let renewalExtension): renewalExtension.transactionID
         case .transferredIn(let transfer): transfer.transaction?.transactionID
+        case .googlePlayPurchase(let purchase): purchase.orderID ?? purchase.purchaseToken
+        case .googlePlayVoided(let void): void.orderID ?? void.purchaseToken
         default: nil
         }
     }
@@ -65,7 +71,21 @@ extension LedgerEvent {
         case .autoRenewChanged(let change): change.originalTransactionID
         case .billingIssue(let issue): issue.originalTransactionID
         case .transferredOut(let transfer), .transferredIn(let transfer): transfer.originalTransactionID
+        case .googlePlayPurchase(let purchase): purchase.purchaseToken
+        case .googlePlayVoided(let void): void.purchaseToken
         default: nil
+        }
+    }
+}
+
+extension LedgerEvent {
+    /// The store the fact came from: Google Play's own facts say so; every
+    /// other fact is the App Store's or the ledger's own.
+    public var store: Store {
+        switch self {
+        case .googlePlayPurchase, .googlePlayVoided: .googlePlay
+        case .transferredOut(let transfer), .transferredIn(let transfer): transfer.store ?? .appStore
+        default: .appStore
         }
     }
 }

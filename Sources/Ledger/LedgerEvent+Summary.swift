@@ -60,6 +60,12 @@ public func summary(of event: LedgerEvent) -> String {
             + (revocation.reason.map { ": \($0)" } ?? "")
     case .erased(let erasure):
         return "Erased at \(RFC3339.format(erasure.date)) by \(erasure.erasedBy.description): \(erasure.reason)"
+    case .googlePlayPurchase(let purchase):
+        return "Google Play: " + purchase.summary
+    case .googlePlayVoided(let void):
+        return "Google Play voided purchase \(void.orderID.map { "order \($0), " } ?? "")token \(void.purchaseToken) at \(RFC3339.format(void.voidedAt))"
+            + (void.reason.map { "; reason: \(GooglePlayVoid.reasonName($0))" } ?? "")
+            + (void.environment == .sandbox ? " [Sandbox]" : "")
     case .unknown(let type, let version, _):
         return "Event \(type) (schema version \(version), not known to this version)"
     }

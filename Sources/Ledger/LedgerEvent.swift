@@ -21,6 +21,8 @@ public enum LedgerEventType: String, Sendable, Hashable, CaseIterable {
     case granted
     case grantRevoked = "grant_revoked"
     case erased
+    case googlePlayPurchase = "google_play_purchase"
+    case googlePlayVoided = "google_play_voided"
 }
 
 /// A fact in a subscriber's stream. All known types are at schema version 1.
@@ -48,6 +50,10 @@ public enum LedgerEvent: Sendable, Hashable {
     /// The last event of an erased subscriber's stream
     /// (`DELETE /v1/subscribers/{id}`): its key was destroyed with it.
     case erased(SubscriberErasure)
+    /// What Google Play said about a purchase token when it was fetched.
+    case googlePlayPurchase(GooglePlayPurchase)
+    /// Google Play voided a purchase (refund, chargeback, revocation).
+    case googlePlayVoided(GooglePlayVoid)
     case unknown(type: String, schemaVersion: Int, data: Data)
 
     /// The current schema version of every known type.
@@ -73,6 +79,8 @@ public enum LedgerEvent: Sendable, Hashable {
         case .granted: .granted
         case .grantRevoked: .grantRevoked
         case .erased: .erased
+        case .googlePlayPurchase: .googlePlayPurchase
+        case .googlePlayVoided: .googlePlayVoided
         case .unknown: nil
         }
     }

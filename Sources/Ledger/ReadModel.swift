@@ -97,6 +97,9 @@ extension SubscriberLedger {
         for record in transactions.values where !environments.contains(record.fact.environment) {
             environments.append(record.fact.environment)
         }
+        for states in playPurchases.values {
+            for state in states where !environments.contains(state.value.environment) { environments.append(state.value.environment) }
+        }
         if !supportGrants.isEmpty, !environments.contains(.production) { environments.append(.production) }
         for environment in Environment.allCases where environments.contains(environment) {
             let timeline = ActivityTimeline(ledger: self, catalog: catalog, environment: environment)

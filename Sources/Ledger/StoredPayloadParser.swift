@@ -79,6 +79,8 @@ struct StoredPayloadParser {
         case .granted: supportGrant().map(LedgerEvent.granted)
         case .grantRevoked: grantRevocation().map(LedgerEvent.grantRevoked)
         case .erased: subscriberErasure().map(LedgerEvent.erased)
+        // Rare beside App Store facts: left to `JSONDecoder`.
+        case .googlePlayPurchase, .googlePlayVoided: nil
         }
     }
 

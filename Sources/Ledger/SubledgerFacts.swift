@@ -19,10 +19,12 @@ public struct TransferFact: Sendable, Hashable, Codable {
     /// The environment whose original moved (ownership is per environment);
     /// absent in transfers recorded before it was kept: Production.
     public var environment: Environment?
+    /// The store of the purchase that moved; absent: the App Store.
+    public var store: Store?
 
     public init(originalTransactionID: String, fromSubscriberID: String, toSubscriberID: String, afterPosition: Int64,
                 date: Date, transaction: TransactionFact? = nil, source: String = FactSource.api,
-                environment: Environment? = nil) {
+                environment: Environment? = nil, store: Store? = nil) {
         self.originalTransactionID = originalTransactionID
         self.fromSubscriberID = fromSubscriberID
         self.toSubscriberID = toSubscriberID
@@ -31,16 +33,19 @@ public struct TransferFact: Sendable, Hashable, Codable {
         self.transaction = transaction
         self.source = source
         self.environment = environment
+        self.store = store
     }
 
     enum CodingKeys: String, CodingKey {
         case originalTransactionID = "originalTransactionId"
         case fromSubscriberID = "fromSubscriberId", toSubscriberID = "toSubscriberId"
-        case afterPosition, date, transaction, source, environment
+        case afterPosition, date, transaction, source, environment, store
     }
 
     /// The ownership key of the original that moved.
-    public var ownershipKey: String { (environment ?? .production).ownershipKey(originalTransactionID) }
+    public var ownershipKey: String {
+        (store ?? .appStore).ownershipKey(originalTransactionID, environment: environment ?? .production)
+    }
 }
 
 /// A device the subscriber restored on (purchases name theirs in the fact).

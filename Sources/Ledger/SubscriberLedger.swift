@@ -79,6 +79,11 @@ public struct SubscriberLedger: Sendable, Equatable {
     /// Support grants by grant id (dated by their start), and their revocations.
     var supportGrants: [String: Dated<SupportGrant>] = [:]
     var grantRevocations: [String: Dated<GrantRevocation>] = [:]
+    /// Per Play purchase token: every state fetched, dated by the instant
+    /// it is of, in stream order.
+    var playPurchases: [String: [Dated<GooglePlayPurchase>]] = [:]
+    /// Per Play purchase token: its voiding, dated when it took effect.
+    var playVoids: [String: Dated<GooglePlayVoid>] = [:]
     /// `transactions` grouped by original transaction, in the order they
     /// were recorded: a chain is walked without a lookup per transaction.
     var byOriginal = OriginalIndex()
@@ -175,6 +180,12 @@ public struct SubscriberLedger: Sendable, Equatable {
             supportGrants[grant.grantID] = Dated(date: grant.startsAt, position: position, value: grant)
         case .grantRevoked(let revocation):
             grantRevocations[revocation.grantID] = Dated(date: revocation.date, position: position, value: revocation)
+        case .googlePlayPurchase(let purchase):
+            playPurchases[purchase.purchaseToken, default: []].append(Dated(date: purchase.observedAt, position: position, value: purchase))
+        case .googlePlayVoided(let void):
+            if playVoids[void.purchaseToken].map({ void.voidedAt < $0.date }) ?? true {
+                playVoids[void.purchaseToken] = Dated(date: void.voidedAt, position: position, value: void)
+            }
         case .reminderFailed, .erased, .unknown:
             // An erasure changes no rule: the stream's key is what refuses new facts.
             break
@@ -209,6 +220,13 @@ public struct SubscriberLedger: Sendable, Equatable {
         return latest(moves, at: at)?.value ?? true
     }
 
+    /// Whether the subscriber holds the purchase owned under `key` at `at`
+    /// (not transferred out since it last came in).
+    func owns(key: String, at: Date) -> Bool {
+        guard !ownership.isEmpty, let moves = ownership[key] else { return true }
+        return latest(moves, at: at)?.value ?? true
+    }
+
     /// Whether any fact of this original transaction of `environment` was
     /// ever recorded here.
     public func knows(originalTransactionID: String, environment: Environment) -> Bool {
@@ -223,6 +241,17 @@ public struct SubscriberLedger: Sendable, Equatable {
         guard knows(originalTransactionID: originalTransactionID, environment: environment) else { return false }
         let key = environment.ownershipKey(originalTransactionID)
         return (ownership[key]?.max { ($0.position) < ($1.position) }?.value) ?? true
+    }
+
+    /// Whether the subscriber currently holds the Play purchase `token` of
+    /// `environment`: a state of it was recorded here and its last
+    /// transfer, if any, was into this subscriber.
+    public func holds(playToken token: String, environment: Environment) -> Bool {
+        let key = Store.googlePlay.ownershipKey(token, environment: environment)
+        guard playPurchases[token]?.contains(where: { $0.value.environment == environment }) == true || ownership[key] != nil else {
+            return false
+        }
+        return (ownership[key]?.max { $0.position < $1.position }?.value) ?? true
     }
 
     /// Whether `transactionID` was recorded here (purchase, renewal, restore, transfer).

@@ -54,6 +54,7 @@ extension SubscriberState {
                     $0.date("purchaseDate", purchase.purchaseDate)
                     $0.integer("quantity", Int64(purchase.quantity))
                     $0.date("revokedAt", purchase.revokedAt)
+                    $0.string("store", purchase.store.rawValue)
                     $0.string("transactionId", purchase.transactionID)
                     $0.string("type", purchase.type.rawValue)
                 }
@@ -90,6 +91,7 @@ extension SubscriberState {
                     $0.string("originalTransactionId", subscription.originalTransactionID)
                     $0.string("productId", subscription.productID)
                     $0.string("status", subscription.status.rawValue)
+                    $0.string("store", subscription.store.rawValue)
                     $0.string("type", subscription.type.rawValue)
                 }
             }

@@ -3,6 +3,13 @@ import Foundation
 /// Status of a subscription at an instant.
 public enum SubscriptionStatus: String, Sendable, Hashable, Codable, CaseIterable {
     case active, grace, expired, revoked
+    /// Google Play only: billing failed after any grace period; access is
+    /// suspended until payment is fixed.
+    case onHold = "on_hold"
+    /// Google Play only: the subscriber paused it.
+    case paused
+    /// Google Play only: bought with a pending payment, not paid yet.
+    case pending
 }
 
 /// Status of a reminder, as the reminder projection tracks it: `failed`
@@ -36,9 +43,13 @@ public struct SubscriberState: Sendable, Equatable, Codable {
         @ExplicitNull public var expiresAt: Date?
         public var autoRenew: Bool
         public var originalTransactionID: String
+        /// The store that sells it (for Google Play, `originalTransactionId`
+        /// is the purchase token).
+        public var store: Store = .appStore
 
         enum CodingKeys: String, CodingKey {
             case group, productID = "productId", type, status, expiresAt, autoRenew, originalTransactionID = "originalTransactionId"
+            case store
         }
     }
 
@@ -61,10 +72,11 @@ public struct SubscriberState: Sendable, Equatable, Codable {
         public var purchaseDate: Date
         public var quantity: Int
         @ExplicitNull public var revokedAt: Date?
+        public var store: Store = .appStore
 
         enum CodingKeys: String, CodingKey {
             case transactionID = "transactionId", originalTransactionID = "originalTransactionId", productID = "productId"
-            case type, purchaseDate, quantity, revokedAt
+            case type, purchaseDate, quantity, revokedAt, store
         }
     }
 
@@ -151,7 +163,7 @@ public struct SubscriberState: Sendable, Equatable, Codable {
         subscriptions = evaluation.autoRenewables.map { subscription in
             Subscription(group: subscription.group, productID: subscription.latest.fact.productID, type: .autoRenewable,
                          status: subscription.status, expiresAt: subscription.end, autoRenew: subscription.autoRenew,
-                         originalTransactionID: subscription.latest.fact.originalTransactionID)
+                         originalTransactionID: subscription.latest.fact.originalTransactionID, store: subscription.latest.fact.store)
         }
         for group in evaluation.nonRenewingGroups {
             if let period = group.covering ?? group.periods.last {
@@ -175,7 +187,7 @@ public struct SubscriberState: Sendable, Equatable, Codable {
             .map { transaction in
                 Purchase(transactionID: transaction.fact.transactionID, originalTransactionID: transaction.fact.originalTransactionID,
                          productID: transaction.fact.productID, type: transaction.type, purchaseDate: transaction.fact.purchaseDate,
-                         quantity: transaction.fact.quantity, revokedAt: transaction.revokedAt)
+                         quantity: transaction.fact.quantity, revokedAt: transaction.revokedAt, store: transaction.fact.store)
             }
         storeTransactions = evaluation.transactions.compactMap { transaction in
             let refund = transaction.refund?.value.details ?? AppleRevocationDetails()
@@ -205,5 +217,34 @@ extension SubscriberLedger {
     public func state(at: Date, catalog: Catalog, environment: Environment = .production) -> SubscriberState {
         SubscriberState(subscriberID: subscriberID, evaluation: Evaluation(ledger: self, catalog: catalog, at: at, environment: environment),
                         ledger: self)
+    }
+}
+
+// States cached before there was a second store say nothing of it: the App Store.
+extension SubscriberState.Subscription {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        group = try container.decode(String.self, forKey: .group)
+        productID = try container.decode(String.self, forKey: .productID)
+        type = try container.decode(ProductType.self, forKey: .type)
+        status = try container.decode(SubscriptionStatus.self, forKey: .status)
+        _expiresAt = try container.decode(ExplicitNull<Date>.self, forKey: .expiresAt)
+        autoRenew = try container.decode(Bool.self, forKey: .autoRenew)
+        originalTransactionID = try container.decode(String.self, forKey: .originalTransactionID)
+        store = try container.decodeIfPresent(Store.self, forKey: .store) ?? .appStore
+    }
+}
+
+extension SubscriberState.Purchase {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        transactionID = try container.decode(String.self, forKey: .transactionID)
+        originalTransactionID = try container.decode(String.self, forKey: .originalTransactionID)
+        productID = try container.decode(String.self, forKey: .productID)
+        type = try container.decode(ProductType.self, forKey: .type)
+        purchaseDate = try container.decode(Date.self, forKey: .purchaseDate)
+        quantity = try container.decode(Int.self, forKey: .quantity)
+        _revokedAt = try container.decode(ExplicitNull<Date>.self, forKey: .revokedAt)
+        store = try container.decodeIfPresent(Store.self, forKey: .store) ?? .appStore
     }
 }

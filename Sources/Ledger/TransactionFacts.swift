@@ -26,6 +26,10 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     /// What the store said about the sale, for support (absent when the
     /// fact's source did not say).
     public var details: AppleTransactionDetails
+    /// The store that sold it. Stored facts are the App Store's (Google
+    /// Play's are stored as `GooglePlayPurchase`, and only judged as
+    /// transactions), so it is never encoded.
+    public var store: Store = .appStore
 
     public init(transactionID: String, originalTransactionID: String, productID: String,
                 productType: ProductType? = nil, group: String? = nil, duration: ISODuration? = nil,

@@ -37,9 +37,11 @@ struct StoredPayloadParserTests {
             let jsonb = JSONBText.format(encoded, random: &random)
             for data in [encoded, jsonb, JSONBText.format(encoded, escapingEverything: true, random: &random)] {
                 let known = try #require(event.knownType)
-                // The plain shapes are read by hand, not handed to JSONDecoder.
+                // The plain shapes are read by hand, not handed to JSONDecoder;
+                // Google Play's facts, rare beside the App Store's, are left to it.
                 let parsed = data.withUnsafeBytes { StoredPayloadParser.event(known, payload: $0) }
-                #expect(parsed == reference, "\(String(decoding: data, as: UTF8.self))")
+                let byHand = known != .googlePlayPurchase && known != .googlePlayVoided
+                #expect(parsed == (byHand ? reference : nil), "\(String(decoding: data, as: UTF8.self))")
                 #expect(try LedgerEvent.decodeFast(type: event.type, schemaVersion: 1, data: data) == reference)
             }
         }
@@ -232,6 +234,16 @@ struct EventGenerator {
         case .erased:
             .erased(SubscriberErasure(date: date(), reason: text(),
                                       erasedBy: ActorStamp(role: text(), keyFingerprint: text(), actor: maybe(text())), source: text()))
+        case .googlePlayPurchase:
+            .googlePlayPurchase(GooglePlayPurchase(
+                kind: chance(50) ? .subscription : .product, purchaseToken: text(), orderID: maybe(text()), productID: text(),
+                basePlanID: maybe(text()), state: GooglePlayPurchase.State.allCases.randomElement(using: &random)!, startTime: date(),
+                expiryTime: maybe(date()), autoRenew: maybe(chance(50)), linkedPurchaseToken: maybe(text()), acknowledged: chance(50),
+                observedAt: date(), environment: environment(), quantity: integer(), source: text()))
+        case .googlePlayVoided:
+            .googlePlayVoided(GooglePlayVoid(purchaseToken: text(), orderID: maybe(text()), voidedAt: date(),
+                                             reason: maybe(integer()), voidedSource: maybe(integer()), environment: environment(),
+                                             source: text()))
         }
     }
 }
