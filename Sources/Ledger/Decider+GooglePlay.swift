@@ -3,8 +3,11 @@ import Foundation
 // Google Play's facts: a fetched purchase state, and a voided purchase.
 // https://developer.android.com/google/play/billing/rtdn-reference
 extension Decider {
-    /// A fetched state: new unless the same state of the token was recorded
-    /// before (a repeated push fetches the same thing); the token is claimed
+    /// A fetched state: new unless the same state of the token as of the
+    /// same instant was recorded (a push delivered again). A state equal to
+    /// the one before it is still recorded: pushes arrive out of order, and
+    /// a state left out because it repeated its predecessor would be lost
+    /// once a push observed between the two arrives. The token is claimed
     /// like an original transaction (restore policy when another holds it).
     func decide(_ purchase: GooglePlayPurchase, ledger: SubscriberLedger, owner: (String) -> String?,
                 now: Date, source: String) throws(LedgerError) -> Decision {

@@ -109,17 +109,6 @@ public struct GooglePlayPurchase: Sendable, Hashable, Codable {
     public var catalogIDs: [String] {
         basePlanID.map { ["\(productID):\($0)", productID] } ?? [productID]
     }
-
-    /// Whether two fetches say the same thing (what a repeated push fetches
-    /// again records nothing new).
-    public func saysTheSame(as other: GooglePlayPurchase) -> Bool {
-        var left = self, right = other
-        left.observedAt = .distantPast
-        right.observedAt = .distantPast
-        left.source = ""
-        right.source = ""
-        return left == right
-    }
 }
 
 /// A purchase Google reports voided (`purchases.voidedpurchases.list`, or a

@@ -45,12 +45,13 @@ extension LedgerEvent {
         case .erased:
             return "erased"
         case .googlePlayPurchase(let purchase):
-            // One key per state a fetch can report: the same state fetched
-            // again (a repeated push) is the same key.
+            // A state as of its instant: a push delivered twice is the same
+            // key; the same state again after another is news (a
+            // resubscription after a cancellation).
             let key = Store.googlePlay.ownershipKey(purchase.purchaseToken, environment: purchase.environment)
             return "google-play:\(key):\(purchase.state.rawValue):\(purchase.orderID ?? "")"
                 + ":\(purchase.expiryTime.map(RFC3339.format) ?? ""):\(purchase.autoRenew.map { $0 ? "on" : "off" } ?? "")"
-                + ":\(purchase.acknowledged ? "ack" : "")"
+                + ":\(purchase.acknowledged ? "ack" : ""):\(RFC3339.format(purchase.observedAt))"
         case .googlePlayVoided(let void):
             let key = Store.googlePlay.ownershipKey(void.purchaseToken, environment: void.environment)
             return "google-play-voided:\(key):\(void.orderID ?? "")"
