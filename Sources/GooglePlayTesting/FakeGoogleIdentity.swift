@@ -78,6 +78,9 @@ public struct FakeGoogleIdentity: Sendable {
         /// Claims added as they are (or replacing one above).
         public var extra: [String: JSONValue] = [:]
 
+        /// Only `iss`, `email_verified`, `sub` and `azp` set: `claims(issuedAt:)` gives a valid whole.
+        public init() {}
+
         public var json: JSONValue {
             var fields = extra
             func put(_ name: String, _ value: JSONValue?) { if let value, fields[name] == nil { fields[name] = value } }
