@@ -55,6 +55,18 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
             ]
         ),
+        // Google Play's documents as values: the Pub/Sub push and its
+        // DeveloperNotification, fetched purchases and voided pages into the
+        // ledger's Play facts, the push's OIDC token, the service account's
+        // assertion. No I/O: the app fetches, this reads what was fetched.
+        .target(
+            name: "GooglePlay",
+            dependencies: [
+                "Ledger", "JSON",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // The application: the one write path, reads, stores, projections,
         // workers, App Store integration, import. No HTTP here.
         .target(
@@ -124,6 +136,25 @@ let package = Package(
                 "AppStore", "JSON", "Ledger", "AppStoreTesting", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
+        // Google as tests need it: RSA keys and their JWKS, signed push
+        // tokens, a service account and the token endpoint's check of its
+        // assertion, Google-shaped purchases, pages and notifications.
+        .target(
+            name: "GooglePlayTesting",
+            dependencies: [
+                "GooglePlay", "Ledger", "JSON",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "GooglePlayTests",
+            dependencies: [
+                "GooglePlay", "GooglePlayTesting", "Ledger", "JSON",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .testTarget(
