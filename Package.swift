@@ -72,7 +72,7 @@ let package = Package(
         .target(
             name: "SubledgerApp",
             dependencies: [
-                "Postgres", "EventStore", "JSON", "Ledger", "AppStore",
+                "Postgres", "EventStore", "JSON", "Ledger", "AppStore", "GooglePlay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -161,6 +161,7 @@ let package = Package(
             name: "ServiceTests",
             dependencies: [
                 "HTTPAPI", "SubledgerApp", "subledger", "TestSupport", "EventStore", "JSON", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
+                "GooglePlay", "GooglePlayTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
