@@ -36,6 +36,7 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
         .addRoutes(to: router)
     OpenAPIController().addRoutes(to: router)
     AppStoreController(appStore: appStore, keys: keys).addRoutes(to: router)
+    GooglePlayController(googlePlay: components.googlePlay, keys: keys, logger: components.dependencies.logger).addRoutes(to: router)
     NotificationsController(store: NotificationStore(pool: reads.pool, listings: reads.listings), keys: keys).addRoutes(to: router)
     ParkedController(store: ParkedEventStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
     ConsoleController().addRoutes(to: router)

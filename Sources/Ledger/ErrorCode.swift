@@ -181,3 +181,14 @@ extension ErrorCode {
     /// A grant id the subscriber never had (404).
     public static let grantNotFound = ErrorCode(rawValue: "grant_not_found")
 }
+
+// MARK: Google Play
+extension ErrorCode {
+    /// No `SUBLEDGER_GOOGLEPLAY_*` configuration (503).
+    public static let googlePlayNotConfigured = ErrorCode(rawValue: "googleplay_not_configured")
+    /// The Play Developer API (or Google's keys) could not be asked now (503; a push is delivered again).
+    public static let googlePlayUnavailable = ErrorCode(rawValue: "googleplay_unavailable")
+    /// A push whose OIDC token is missing, badly signed, expired, or for
+    /// another audience, issuer or service account (401).
+    public static let googlePlayPushUnauthorized = ErrorCode(rawValue: "googleplay_push_unauthorized")
+}

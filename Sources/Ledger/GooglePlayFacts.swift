@@ -163,6 +163,14 @@ extension Store {
     }
 
     static let googlePlayKeyPrefix = "google_play\u{1F}"
+
+    /// The store, environment and bare id of an ownership key.
+    public static func parseOwnershipKey(_ key: String) -> (store: Store, environment: Environment, id: String) {
+        let store: Store = key.hasPrefix(googlePlayKeyPrefix) ? .googlePlay : .appStore
+        let rest = store == .googlePlay ? String(key.dropFirst(googlePlayKeyPrefix.count)) : key
+        let (environment, id) = Environment.parseOwnershipKey(rest)
+        return (store, environment, id)
+    }
 }
 
 extension GooglePlayPurchase {

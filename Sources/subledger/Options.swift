@@ -52,6 +52,14 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong(Variable.grantMaximumDuration.flag), help: ArgumentHelp(Variable.grantMaximumDuration.flagHelp)) var grantMaximumDuration: String?
     @Option(name: .customLong(Variable.databaseReadURL.flag), help: ArgumentHelp(Variable.databaseReadURL.flagHelp)) var databaseReadURL: String?
     @Option(name: .customLong(Variable.changesSweepInterval.flag), help: ArgumentHelp(Variable.changesSweepInterval.flagHelp)) var changesSweepInterval: String?
+    @Option(name: .customLong(Variable.googlePlayPackageName.flag), help: ArgumentHelp(Variable.googlePlayPackageName.flagHelp)) var googlePlayPackageName: String?
+    @Option(name: .customLong(Variable.googlePlayServiceAccountFile.flag), help: ArgumentHelp(Variable.googlePlayServiceAccountFile.flagHelp)) var googlePlayServiceAccountFile: String?
+    @Option(name: .customLong(Variable.googlePlayAPIURL.flag), help: ArgumentHelp(Variable.googlePlayAPIURL.flagHelp)) var googlePlayAPIURL: String?
+    @Option(name: .customLong(Variable.googlePlayPushAudience.flag), help: ArgumentHelp(Variable.googlePlayPushAudience.flagHelp)) var googlePlayPushAudience: String?
+    @Option(name: .customLong(Variable.googlePlayPushServiceAccount.flag), help: ArgumentHelp(Variable.googlePlayPushServiceAccount.flagHelp)) var googlePlayPushServiceAccount: String?
+    @Option(name: .customLong(Variable.googlePlayJWKSURL.flag), help: ArgumentHelp(Variable.googlePlayJWKSURL.flagHelp)) var googlePlayJWKSURL: String?
+    @Option(name: .customLong(Variable.googlePlayReconcileInterval.flag), help: ArgumentHelp(Variable.googlePlayReconcileInterval.flagHelp)) var googlePlayReconcileInterval: String?
+    @Option(name: .customLong(Variable.googlePlayEnvironments.flag), help: ArgumentHelp(Variable.googlePlayEnvironments.flagHelp)) var googlePlayEnvironments: String?
 
     /// Each variable with the value its flag was given, if any.
     var flags: [(Variable, String?)] {
@@ -97,6 +105,14 @@ struct ConfigurationOptions: ParsableArguments {
             (.grantMaximumDuration, grantMaximumDuration),
             (.databaseReadURL, databaseReadURL),
             (.changesSweepInterval, changesSweepInterval),
+            (.googlePlayPackageName, googlePlayPackageName),
+            (.googlePlayServiceAccountFile, googlePlayServiceAccountFile),
+            (.googlePlayAPIURL, googlePlayAPIURL),
+            (.googlePlayPushAudience, googlePlayPushAudience),
+            (.googlePlayPushServiceAccount, googlePlayPushServiceAccount),
+            (.googlePlayJWKSURL, googlePlayJWKSURL),
+            (.googlePlayReconcileInterval, googlePlayReconcileInterval),
+            (.googlePlayEnvironments, googlePlayEnvironments),
         ]
     }
 

@@ -62,12 +62,20 @@ struct Serve: AsyncParsableCommand {
             database.stopIfStarted()
             throw error
         }
+        let googlePlay: GooglePlayIntegration?
+        do {
+            googlePlay = try GooglePlayIntegration.check(dependencies)
+        } catch {
+            database.stopIfStarted()
+            throw ValidationError("Google Play: \(error)")
+        }
         // One client for the routes and the worker: one pacer, one cached JWT.
         // This is the composition root: the workers here, the request
         // components (`AppComponents`) in `buildApplication`.
         let services = makeReminderServices(dependencies, conninfo: database.conninfo, expirySweepInterval: configuration.expirySweepInterval)
             + makeReconcileServices(dependencies, conninfo: database.conninfo)
             + makeChangeFeedServices(dependencies, conninfo: database.conninfo)
+            + makeGooglePlayServices(googlePlay)
         let app = buildApplication(dependencies, services: services)
         logger.info("subledger listening", metadata: [
             "http.host": "\(configuration.host)", "http.port": "\(configuration.port)",

@@ -28,13 +28,17 @@ struct EventTypeTests {
                                       revokedBy: ActorStamp(role: "admin", keyFingerprint: "0123456789ab"))),
         .erased(SubscriberErasure(date: day + 7200, reason: "account deleted",
                                   erasedBy: ActorStamp(role: "admin", keyFingerprint: "0123456789ab", actor: "Ann"), source: "api")),
+        .googlePlayPurchase(GooglePlayPurchase(kind: .subscription, purchaseToken: "tok", orderID: "GPA.1", productID: "pro_sub",
+                                               state: .active, startTime: day, expiryTime: day + 86_400, autoRenew: true,
+                                               acknowledged: true, observedAt: day)),
+        .googlePlayVoided(GooglePlayVoid(purchaseToken: "tok", orderID: "GPA.1", voidedAt: day + 3600, reason: 1, voidedSource: 0)),
     ]
 
     @Test func theNamesAreTheContracts() {
         #expect(LedgerEventType.allCases.map(\.rawValue) == [
             "purchased", "renewed", "restored", "refunded", "refund_reversed", "renewal_extended", "expired",
             "auto_renew_changed", "billing_issue", "transferred_out", "transferred_in", "device_seen", "reminder_sent",
-            "reminder_failed", "granted", "grant_revoked", "erased",
+            "reminder_failed", "granted", "grant_revoked", "erased", "google_play_purchase", "google_play_voided",
         ])
     }
 

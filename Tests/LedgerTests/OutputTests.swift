@@ -26,10 +26,10 @@ struct OutputTests {
             {"active":true,"expiresAt":"2024-01-31T00:00:00Z","id":"pro","productId":"com.example.pass.30d","source":"p1"}],\#
             "environment":"Production",\#
             "nonRenewingPeriods":[{"end":"2024-01-31T00:00:00Z","group":"pass","productId":"com.example.pass.30d","start":"2024-01-01T00:00:00Z","transactionId":"p1"}],\#
-            "purchases":[{"originalTransactionId":"n1","productId":"com.example.level2","purchaseDate":"2024-01-01T00:00:00Z","quantity":1,"revokedAt":null,"transactionId":"n1","type":"non-consumable"}],\#
+            "purchases":[{"originalTransactionId":"n1","productId":"com.example.level2","purchaseDate":"2024-01-01T00:00:00Z","quantity":1,"revokedAt":null,"store":"app_store","transactionId":"n1","type":"non-consumable"}],\#
             "reminders":[{"dueAt":"2024-01-24T00:00:00Z","id":"r1","lead":"P7D","status":"pending"}],"storeTransactions":[],"subscriberId":"u",\#
-            "subscriptions":[{"autoRenew":false,"expiresAt":"2024-01-31T00:00:00Z","group":"pass","originalTransactionId":"p1","productId":"com.example.pass.30d","status":"active","type":"non-renewing"},\#
-            {"autoRenew":true,"expiresAt":"2024-02-01T00:00:00Z","group":"pro","originalTransactionId":"a1","productId":"com.example.pro.monthly","status":"revoked","type":"auto-renewable"}]}
+            "subscriptions":[{"autoRenew":false,"expiresAt":"2024-01-31T00:00:00Z","group":"pass","originalTransactionId":"p1","productId":"com.example.pass.30d","status":"active","store":"app_store","type":"non-renewing"},\#
+            {"autoRenew":true,"expiresAt":"2024-02-01T00:00:00Z","group":"pro","originalTransactionId":"a1","productId":"com.example.pro.monthly","status":"revoked","store":"app_store","type":"auto-renewable"}]}
             """#)
     }
 

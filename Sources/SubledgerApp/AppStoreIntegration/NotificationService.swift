@@ -155,7 +155,9 @@ public struct NotificationService: Sendable {
     /// notification. Failures are logged: the rows stay pending for the next
     /// sweep.
     public func applyPending(originalTransactionIDs keys: [String]) async {
-        let originalTransactionIDs = Array(Set(keys.map { Ledger.Environment.parseOwnershipKey($0).transactionID }))
+        // Claims of Play tokens have no App Store notification waiting.
+        let originalTransactionIDs = Array(Set(keys.map(Store.parseOwnershipKey).filter { $0.store == .appStore }.map(\.id)))
+        guard !originalTransactionIDs.isEmpty else { return }
         do {
             let pending = try await pool.withConnection {
                 try await NotificationStore.pending(originalTransactionIDs: originalTransactionIDs, on: $0)

@@ -8,6 +8,9 @@ public struct AppComponents: Sendable {
     public let writer: LedgerWriter
     public let reader: SubscriberReader
     public let appStore: AppStoreIntegration
+    /// Off (its routes answer 503) unless configured; a configuration that
+    /// does not work has stopped `serve` before this is built.
+    public let googlePlay: GooglePlayIntegration
     /// Where the GET routes read: the standbys when `DATABASE_READ_URL` is set.
     public let reads: ReadPath
 
@@ -22,6 +25,11 @@ public struct AppComponents: Sendable {
         self.writer = writer
         self.reader = reader
         self.appStore = appStore
+        do {
+            self.googlePlay = try GooglePlayIntegration.make(dependencies, writer: writer, reader: reader)
+        } catch {
+            self.googlePlay = GooglePlayIntegration(unavailable: "\(error)")
+        }
         self.reads = ReadPath(dependencies, primaryReader: reader)
     }
 }

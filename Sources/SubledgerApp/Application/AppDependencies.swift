@@ -44,6 +44,11 @@ public struct AppDependencies: Sendable {
     public var standbyPool: ConnectionPool?
     /// The consistency tokens of write answers.
     public var commitPositions: CommitPositions
+    /// Asks Google Play; nil: the Play Developer API client the
+    /// configuration describes (`GooglePlayIntegration.make`).
+    public var googlePlaySource: (any GooglePlayPurchaseSource)?
+    /// Google's keys for push tokens; nil: downloaded from `SUBLEDGER_GOOGLEPLAY_JWKS_URL`.
+    public var googlePlayKeys: (@Sendable () async throws -> Data)?
 
     public init(configuration: SubledgerConfiguration, pool: ConnectionPool, catalog: CatalogSource,
                 metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),

@@ -79,6 +79,8 @@ public struct SubledgerConfiguration: Sendable {
     public var auditRetention: AuditRetention?
     /// The longest a support grant may last (`SUBLEDGER_GRANT_MAX_DURATION`).
     public var grantMaximumDuration = ISODuration(years: 1)
+    /// Google Play (`SUBLEDGER_GOOGLEPLAY_*`).
+    public var googlePlay: GooglePlayConfiguration
 
     /// Every variable at its default.
     public init() {
@@ -234,6 +236,7 @@ public struct SubledgerConfiguration: Sendable {
             throw fail(.grantMaximumDuration, "expected a positive ISO 8601 duration of days, weeks, months or years such as P1Y, got \(grantMaximum.prefix(64))")
         }
         grantMaximumDuration = maximum
+        googlePlay = try GooglePlayConfiguration(value: value)
     }
 }
 

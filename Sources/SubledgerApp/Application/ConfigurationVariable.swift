@@ -139,6 +139,30 @@ extension ConfigurationVariable {
     public static let grantMaximumDuration = ConfigurationVariable(
         "SUBLEDGER_GRANT_MAX_DURATION", flag: "grant-max-duration", default: "P1Y",
         help: "ISO 8601 duration a support grant may last at most (its duration, or its endsAt from now)")
+    public static let googlePlayPackageName = ConfigurationVariable(
+        "SUBLEDGER_GOOGLEPLAY_PACKAGE_NAME", flag: "googleplay-package-name",
+        help: "The app's package name pushes must name")
+    public static let googlePlayServiceAccountFile = ConfigurationVariable(
+        "SUBLEDGER_GOOGLEPLAY_SERVICE_ACCOUNT_FILE", flag: "googleplay-service-account-file",
+        help: "The service account's JSON key file for the Play Developer API")
+    public static let googlePlayAPIURL = ConfigurationVariable(
+        "SUBLEDGER_GOOGLEPLAY_API_URL", flag: "googleplay-api-url", default: "https://androidpublisher.googleapis.com",
+        help: "Base URL of the Play Developer API")
+    public static let googlePlayPushAudience = ConfigurationVariable(
+        "SUBLEDGER_GOOGLEPLAY_PUSH_AUDIENCE", flag: "googleplay-push-audience",
+        help: "The audience of the Pub/Sub push subscription's OIDC token")
+    public static let googlePlayPushServiceAccount = ConfigurationVariable(
+        "SUBLEDGER_GOOGLEPLAY_PUSH_SERVICE_ACCOUNT", flag: "googleplay-push-service-account",
+        help: "The service account email the push subscription authenticates as")
+    public static let googlePlayJWKSURL = ConfigurationVariable(
+        "SUBLEDGER_GOOGLEPLAY_JWKS_URL", flag: "googleplay-jwks-url", default: "https://www.googleapis.com/oauth2/v3/certs",
+        help: "Where Google's keys for push tokens are published")
+    public static let googlePlayReconcileInterval = ConfigurationVariable(
+        "SUBLEDGER_GOOGLEPLAY_RECONCILE_INTERVAL", flag: "googleplay-reconcile-interval", default: "PT1H",
+        help: "ISO 8601 duration between voided-purchase reconciliations (P0D: off)")
+    public static let googlePlayEnvironments = ConfigurationVariable(
+        "SUBLEDGER_GOOGLEPLAY_ENVIRONMENTS", flag: "googleplay-environments", default: "Production,Sandbox",
+        help: "Environments whose Play purchases are recorded (test purchases are Sandbox)")
     /// Every variable, in the order `--help` and the docs list them.
     public static let all: [ConfigurationVariable] = [
         databaseURL, dataDirectory, sqlDirectory, host, port, apiKeys, products, restorePolicy, restoreVerify,
@@ -153,5 +177,6 @@ extension ConfigurationVariable {
         changesSweepInterval,
         secret,
         grantMaximumDuration,
+        googlePlayPackageName, googlePlayServiceAccountFile, googlePlayAPIURL, googlePlayPushAudience, googlePlayPushServiceAccount, googlePlayJWKSURL, googlePlayReconcileInterval, googlePlayEnvironments,
     ]
 }

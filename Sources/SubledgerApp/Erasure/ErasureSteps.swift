@@ -31,6 +31,7 @@ public struct ErasureSteps: Sendable {
         ReminderRows.erasureStep,
         OwnershipStore.erasureStep,
         NotificationStore.erasureStep,
+        GooglePlayStore.erasureStep,
         ParkedEventStore.erasureStep,
         ChangeRows.erasureStep,
         InvalidProductStore.erasureStep,

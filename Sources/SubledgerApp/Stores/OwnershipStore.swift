@@ -41,10 +41,12 @@ struct OwnershipStore: Sendable {
     /// Finds a transaction by transaction id or original transaction id,
     /// Production's first, then Sandbox's (ownership is per environment).
     func locate(transactionOrOriginalID id: String) async throws -> Located? {
-        for environment in Environment.allCases {
-            if var located = try await locate(key: environment.ownershipKey(id)) {
-                located.originalTransactionID = Environment.parseOwnershipKey(located.originalTransactionID).transactionID
-                return located
+        for store in Store.allCases {
+            for environment in Environment.allCases {
+                if var located = try await locate(key: store.ownershipKey(id, environment: environment)) {
+                    located.originalTransactionID = Store.parseOwnershipKey(located.originalTransactionID).id
+                    return located
+                }
             }
         }
         return nil
@@ -154,11 +156,21 @@ struct OwnershipStore: Sendable {
             TransactionRow(transactionID: fact.environment.ownershipKey(fact.transactionID),
                            originalTransactionID: fact.environment.ownershipKey(fact.originalTransactionID), subscriberID: subscriberID)
         }
-        return events.compactMap { event -> TransactionRow? in
+        return events.flatMap { event -> [TransactionRow] in
             switch event {
-            case .purchased(let fact), .renewed(let fact), .restored(let fact): row(fact)
-            case .transferredIn(let transfer): transfer.transaction.map(row)
-            default: nil
+            case .purchased(let fact), .renewed(let fact), .restored(let fact): [row(fact)]
+            case .transferredIn(let transfer): transfer.transaction.map { [row($0)] } ?? []
+            case .googlePlayPurchase(let purchase):
+                // A Play purchase is found by its token and by its order id.
+                [purchase.purchaseToken, purchase.orderID].compactMap { id in
+                    id.map {
+                        TransactionRow(transactionID: Store.googlePlay.ownershipKey($0, environment: purchase.environment),
+                                       originalTransactionID: Store.googlePlay.ownershipKey(purchase.purchaseToken,
+                                                                                            environment: purchase.environment),
+                                       subscriberID: subscriberID)
+                    }
+                }
+            default: []
             }
         }
     }

@@ -88,6 +88,7 @@ export async function renderSubscriber(main, params, context, notice = null) {
     subscriptionsCard(current),
     current.purchases && current.purchases.length ? purchasesCard(current) : null,
     current.storeTransactions && current.storeTransactions.length ? storeCard(current) : null,
+    googlePlayCard(events),
     h('div', { class: 'columns' }, devicesCard(current), remindersCard(reminderRows, reminders)),
     notificationsCard(notifications),
     grantsCard(id, events, entitlementIDs(current, explanation), reload),
@@ -177,6 +178,7 @@ function subscriptionsCard(state) {
   const subscriptions = table([
     { label: 'Group', cell: (row) => h('span', { class: 'mono' }, row.group) },
     { label: 'Product', cell: (row) => row.productId },
+    { label: 'Store', cell: (row) => storeName(row.store) },
     { label: 'Type', cell: (row) => row.type },
     { label: 'Status', cell: (row) => statusBadge(row.status) },
     { label: 'Expires', cell: (row) => time(row.expiresAt) },
@@ -197,6 +199,7 @@ function subscriptionsCard(state) {
 function purchasesCard(state) {
   return section('One-time purchases', { id: 'purchases' }, table([
     { label: 'Product', cell: (row) => row.productId },
+    { label: 'Store', cell: (row) => storeName(row.store) },
     { label: 'Type', cell: (row) => row.type },
     { label: 'Transaction', cell: (row) => h('span', { class: 'mono' }, row.transactionId) },
     { label: 'Purchased', cell: (row) => time(row.purchaseDate) },
@@ -226,6 +229,42 @@ function storeCard(state) {
     { label: 'Upgraded', cell: (row) => (row.isUpgraded ? 'yes' : '—') },
     { label: 'Refund', cell: refund },
   ], state.storeTransactions, { caption: 'What the App Store says about these transactions' }));
+}
+
+/** The store a subscription or purchase came from (an older server says none: the App Store). */
+function storeName(store) {
+  return store === 'google_play' ? 'Google Play' : 'App Store';
+}
+
+// What Google Play said about each purchase token, as last fetched: its
+// state, paid-until, auto-renew, acknowledgement and the purchase it
+// replaces; and what Google voided. Read from the history's Play facts.
+function googlePlayCard(events) {
+  const latest = new Map();
+  const voided = new Map();
+  for (const event of events) {
+    if (event.type === 'google_play_purchase' && event.data) {
+      const seen = latest.get(event.data.purchaseToken);
+      if (!seen || seen.observedAt <= event.data.observedAt) latest.set(event.data.purchaseToken, event.data);
+    } else if (event.type === 'google_play_voided' && event.data) {
+      voided.set(event.data.purchaseToken, event.data);
+    }
+  }
+  if (latest.size === 0) return null;
+  const rows = [...latest.values()].sort((a, b) => (a.observedAt < b.observedAt ? 1 : -1));
+  const short = (token) => (token.length > 16 ? `${token.slice(0, 8)}…${token.slice(-6)}` : token);
+  return section('What Google Play says', { id: 'google-play' }, table([
+    { label: 'Purchase token', cell: (row) => h('span', { class: 'mono', title: row.purchaseToken }, short(row.purchaseToken)) },
+    { label: 'Product', cell: (row) => (row.basePlanId ? `${row.productId}:${row.basePlanId}` : row.productId) },
+    { label: 'Order', cell: (row) => h('span', { class: 'mono' }, row.orderId || '—') },
+    { label: 'State', cell: (row) => row.state.replace('SUBSCRIPTION_STATE_', '').toLowerCase().replaceAll('_', ' ') },
+    { label: 'Paid until', cell: (row) => time(row.expiryTime) },
+    { label: 'Auto-renew', cell: (row) => (row.autoRenew === undefined ? '—' : (row.autoRenew ? 'on' : 'off')) },
+    { label: 'Acknowledged', cell: (row) => (row.acknowledged ? 'yes' : 'not yet') },
+    { label: 'Replaces', cell: (row) => (row.linkedPurchaseToken ? h('span', { class: 'mono' }, short(row.linkedPurchaseToken)) : '—') },
+    { label: 'Voided', cell: (row) => (voided.has(row.purchaseToken) ? time(voided.get(row.purchaseToken).voidedAt) : '—') },
+    { label: 'As of', cell: (row) => time(row.observedAt) },
+  ], rows, { caption: 'What Google Play said when each purchase was last fetched' + (rows.some((row) => row.environment === 'Sandbox') ? ' (test purchases are Sandbox)' : '') }));
 }
 
 function devicesCard(state) {
