@@ -143,6 +143,22 @@ extension ErrorCode {
     public static let appStoreAPIUnverifiedAnswer = ErrorCode(rawValue: "appstore_api_unverified_answer")
 }
 
+// MARK: The Google Play Developer API
+extension ErrorCode {
+    /// Google refused the service account (its key, or its access to the app) (503).
+    public static let googlePlayAPIUnauthorized = ErrorCode(rawValue: "googleplay_api_unauthorized")
+    /// Google rate-limits for longer than a request waits (503).
+    public static let googlePlayAPIRateLimited = ErrorCode(rawValue: "googleplay_api_rate_limited")
+    /// Google answered 5xx or could not be reached on every attempt, or the client's queue was full (503).
+    public static let googlePlayAPIUnavailable = ErrorCode(rawValue: "googleplay_api_unavailable")
+    /// Google does not know the purchase token (or the package) (502).
+    public static let googlePlayAPINotFound = ErrorCode(rawValue: "googleplay_api_not_found")
+    /// Google refused the request (502).
+    public static let googlePlayAPIRejected = ErrorCode(rawValue: "googleplay_api_rejected")
+    /// Google's answer is not the JSON it documents (502).
+    public static let googlePlayAPIInvalidAnswer = ErrorCode(rawValue: "googleplay_api_invalid_answer")
+}
+
 // MARK: The service and what it depends on (500, 502, 503)
 extension ErrorCode {
     /// Notifications or receipts are not configured.
