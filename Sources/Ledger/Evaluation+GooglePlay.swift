@@ -152,20 +152,21 @@ extension Evaluation {
         }
         // Covered until the latest paid end that a state observed by now, or
         // a later one that had started by now, gives.
-        // States observed after T count only until the first of them that
-        // grants nothing: a hold or a pause seen later was an interruption
-        // the subscription's `startTime` (of the whole subscription, not of
-        // the period) does not tell.
+        // The latest state observed by T speaks for T (older ones are
+        // superseded, even with a later end). States observed after T fill
+        // in only past its end (a renewal whose push was missed), and only
+        // until the first of them that grants nothing: a hold or a pause
+        // seen later was an interruption the subscription's `startTime` (of
+        // the whole subscription, not of the period) does not tell.
         var cover: (end: Date, state: GooglePlayPurchase)?
-        for dated in visible {
+        if let before, before.value.state.wasPaid, let expiry = before.value.expiryTime {
+            cover = (expiry, before.value)
+        }
+        for dated in visible where dated.date > at {
             let state = dated.value
-            if dated.date > at, state.state.heldStatus != nil { break }
+            if state.state.heldStatus != nil { break }
             guard state.state.wasPaid, state.startTime <= at, let expiry = state.expiryTime else { continue }
-            // An older state that granted nothing is superseded by the
-            // granting one observed after it (the latest by now).
-            if dated.date <= at, state.state.heldStatus != nil { continue }
-            // The later of equal ends: the newest word on auto-renew.
-            if cover.map({ expiry >= $0.end }) ?? true { cover = (expiry, state) }
+            if cover.map({ expiry > $0.end }) ?? true { cover = (expiry, state) }
         }
         guard let (end, state) = cover else {
             evaluation.reason = "\(name) has no paid period as Google Play says"

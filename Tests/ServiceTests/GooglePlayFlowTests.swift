@@ -58,7 +58,7 @@ import Testing
     /// integration's workers for the test to run by hand.
     func withFlow(_ body: @escaping @Sendable (Flow) async throws -> Void) async throws {
         let fake = FakeGoogle(serviceAccount: Self.account, identity: Self.identity)
-        try await fake.serve { fake in
+        try await fake.serve { fake, _ in
             let key = try ServiceAccountKey(json: Self.account.json(tokenURI: await fake.tokenURI))
             var settings = GooglePlayAPITest.settings
             settings.retryDelays = [.milliseconds(5)]
@@ -130,10 +130,11 @@ import Testing
         try await withFlow { flow in
             let now = Date()
             await flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 86_400), token: "tok-2")
-            await flow.fake.failNext(.subscriptionsV2Get, 5, status: 503)
+            // The client's own retries (two attempts here) all fail.
+            await flow.fake.failNext(.subscriptionsV2Get, 2, status: 503)
             let failed = try await flow.push(.subscription(.purchased, purchaseToken: "tok-2"), messageID: "m10")
             #expect(failed.status == .serviceUnavailable, "\(failed.text)")
-            #expect(failed.error.code == "googleplay_unavailable")
+            #expect(failed.error.code == "googleplay_api_unavailable")
             #expect(try await !flow.entitled("ann"), "nothing is stored for a push answered 503")
             let retried = try await flow.push(.subscription(.purchased, purchaseToken: "tok-2"), messageID: "m10")
             #expect(retried.status == .ok && retried.json["status"]?.string == "applied", "\(retried.text)")
@@ -151,7 +152,8 @@ import Testing
                                             token: "tok-3")
             _ = try await flow.push(.subscription(.purchased, purchaseToken: "tok-3"), messageID: "m20")
             let acknowledger = try #require(flow.integration.acknowledger)
-            await flow.fake.failNext(.subscriptionsAcknowledge, 5, status: 500)
+            // Every attempt of the first round fails (the client tries twice here).
+            await flow.fake.failNext(.subscriptionsAcknowledge, 2, status: 500)
             #expect(try await acknowledger.acknowledgeDue() == 0)
             #expect(await flow.fake.acknowledgementCount(token: "tok-3") == 0)
             let row = try await flow.dependencies.pool.query(

@@ -20,7 +20,9 @@ extension GooglePlayIntegration {
         } catch {
             throw ConfigurationError(variable: ConfigurationVariable.googlePlayServiceAccountFile.name, message: "\(error)")
         }
-        return GooglePlayAPIClient(serviceAccount: key, packageName: packageName, apiURL: apiURL, logger: logger)
+        var settings = GooglePlayAPISettings()
+        settings.credentialsHint = "\(ConfigurationVariable.googlePlayServiceAccountFile.name) and \(ConfigurationVariable.googlePlayPackageName.name)"
+        return GooglePlayAPIClient(serviceAccount: key, packageName: packageName, apiURL: apiURL, settings: settings, logger: logger)
     }
 }
 

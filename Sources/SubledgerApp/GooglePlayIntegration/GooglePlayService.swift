@@ -72,13 +72,13 @@ public struct GooglePlayService: Sendable {
         let request: FactRequest
         switch notification.content {
         case .subscription(let subscription):
-            let fetched = try await fetch { try await source.fetchSubscription(token: subscription.purchaseToken, observedAt: eventTime) }
-            return try await record(fetched, row: row)
+            return try await recordFetched(row: row) {
+                try await source.fetchSubscription(token: subscription.purchaseToken, observedAt: eventTime)
+            }
         case .oneTimeProduct(let product):
-            let fetched = try await fetch {
+            return try await recordFetched(row: row) {
                 try await source.fetchProduct(productID: product.sku, token: product.purchaseToken, observedAt: eventTime)
             }
-            return try await record(fetched, row: row)
         case .voidedPurchase(let voided):
             // The notification does not say whether the purchase was a test:
             // the environment is the one its token is held in.
@@ -149,6 +149,14 @@ public struct GooglePlayService: Sendable {
             throw error
         } catch is CancellationError {
             throw CancellationError()
+        } catch let error as GooglePlayAPIError {
+            if case .notFound = error.kind {
+                // The caller's token (or product id) names nothing Google knows.
+                throw LedgerError(kind: .notFound, code: .transactionNotFound,
+                                  message: "Google Play knows no purchase with this token for this product and package.",
+                                  field: "purchaseToken")
+            }
+            throw error.serviceError
         } catch {
             throw ServiceError(.upstreamUnavailable, code: .googlePlayUnavailable,
                                message: "Google Play could not be asked for the purchase: \(error)")
@@ -168,6 +176,23 @@ public struct GooglePlayService: Sendable {
         }
         let owners = try await OwnershipStore(pool: pool).owners(of: Set(keys))
         return keys.lazy.compactMap { owners[$0] }.first
+    }
+
+    /// Fetches the push's purchase and records it. A purchase Google does not
+    /// know (or an answer that breaks the ledger's limits) is stored
+    /// rejected and answered 200: Pub/Sub's retries would not change it.
+    private func recordFetched(row: GooglePlayNotificationRow,
+                               _ body: () async throws -> FetchedPlayPurchase) async throws -> PushReceipt {
+        let fetched: FetchedPlayPurchase
+        do {
+            fetched = try await fetch(body)
+        } catch let error as LedgerError {
+            var row = row
+            row.status = .rejected
+            row.error = error
+            return try await settle(row)
+        }
+        return try await record(fetched, row: row)
     }
 
     private func record(_ fetched: FetchedPlayPurchase, row: GooglePlayNotificationRow) async throws -> PushReceipt {

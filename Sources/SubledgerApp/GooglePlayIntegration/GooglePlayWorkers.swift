@@ -115,7 +115,9 @@ public struct GooglePlayVoidedReconciler: Service {
     /// 30 days of voided purchases.
     public func reconcile(since: Date? = nil) async throws -> Report {
         let checkpoint = try await pool.withConnection { try await GooglePlayStore.voidedSince(on: $0) }
-        let start = since ?? checkpoint ?? Date().addingTimeInterval(-30 * 86_400)
+        // Google keeps (and answers for) 30 days of voided purchases.
+        let oldest = Date().addingTimeInterval(-30 * 86_400 + 300)
+        let start = max(since ?? checkpoint ?? oldest, oldest)
         var report = Report()
         var pageToken: String?
         var latest = start
