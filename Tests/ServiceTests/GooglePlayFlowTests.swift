@@ -67,15 +67,8 @@ import Testing
             let dependencies = try await makePlayDependencies(source: client, identity: Self.identity)
             let integration = try GooglePlayIntegration.make(dependencies, writer: LedgerWriter(dependencies),
                                                              reader: SubscriberReader(dependencies))
-            let app = buildApplication(dependencies)
-            do {
-                try await app.test(.router) { http in
-                    try await body(Flow(client: http, dependencies: dependencies, fake: fake, integration: integration))
-                }
-                await dependencies.pool.close()
-            } catch {
-                await dependencies.pool.close()
-                throw error
+            try await withApp(dependencies) { http, dependencies in
+                try await body(Flow(client: http, dependencies: dependencies, fake: fake, integration: integration))
             }
         }
     }

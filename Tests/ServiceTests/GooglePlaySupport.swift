@@ -47,15 +47,7 @@ func makePlayDependencies(source: any GooglePlayPurchaseSource, identity: FakeGo
 /// Runs `body` against the router with Google Play configured.
 func withPlayApp(source: any GooglePlayPurchaseSource, identity: FakeGoogleIdentity, restorePolicy: RestorePolicy = .transfer,
                  _ body: @escaping @Sendable (any TestClientProtocol, AppDependencies) async throws -> Void) async throws {
-    let dependencies = try await makePlayDependencies(source: source, identity: identity, restorePolicy: restorePolicy)
-    let app = buildApplication(dependencies)
-    do {
-        try await app.test(.router) { client in try await body(client, dependencies) }
-        await dependencies.pool.close()
-    } catch {
-        await dependencies.pool.close()
-        throw error
-    }
+    try await withApp(try await makePlayDependencies(source: source, identity: identity, restorePolicy: restorePolicy), body)
 }
 
 extension TestClientProtocol {

@@ -53,7 +53,12 @@ func makeDependencies(restorePolicy: RestorePolicy = .transfer, poolSize: Int = 
 /// Runs `body` against the router on a fresh database, closing the pool after.
 func withApp(restorePolicy: RestorePolicy = .transfer,
              _ body: @escaping @Sendable (any TestClientProtocol, AppDependencies) async throws -> Void) async throws {
-    let dependencies = try await makeDependencies(restorePolicy: restorePolicy)
+    try await withApp(try await makeDependencies(restorePolicy: restorePolicy), body)
+}
+
+/// Runs `body` against the router built from `dependencies`, closing their pool after.
+func withApp(_ dependencies: AppDependencies,
+             _ body: @escaping @Sendable (any TestClientProtocol, AppDependencies) async throws -> Void) async throws {
     let app = buildApplication(dependencies)
     do {
         try await app.test(.router) { client in try await body(client, dependencies) }

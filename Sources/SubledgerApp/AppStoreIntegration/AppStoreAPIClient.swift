@@ -172,18 +172,8 @@ public struct AppStoreAPIClient: Sendable {
             // URLComponents leaves '+' alone; Apple's tokens are base64 and may hold one.
             url += "?" + (components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
         }
-        var request = HTTPClientRequest(url: url)
-        request.method = call.method
-        request.headers.add(name: "Authorization", value: "Bearer \(try await tokens.token())")
-        request.headers.add(name: "Accept", value: "application/json")
-        request.headers.add(name: "User-Agent", value: "subledger")
-        if let body = call.body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: body))
-        }
-        let response = try await http.execute(request, timeout: .nanoseconds(Int64(settings.requestTimeout / .nanoseconds(1))))
-        let bytes = try await response.body.collect(upTo: 16 << 20)
-        return (Int(response.status.code), response.headers, Data(bytes.readableBytesView))
+        return try await StoreRequest.send(url: url, method: call.method, bearer: try await tokens.token(), body: call.body,
+                                           timeout: settings.requestTimeout, http: http)
     }
 
     /// `Retry-After` as Apple sends it (UNIX time in milliseconds), or the

@@ -174,18 +174,8 @@ public struct GooglePlayAPIClient: Sendable {
         if !call.query.isEmpty {
             url += "?" + call.query.map { Self.queryComponent($0.0) + "=" + Self.queryComponent($0.1) }.joined(separator: "&")
         }
-        var request = HTTPClientRequest(url: url)
-        request.method = call.method
-        request.headers.add(name: "Authorization", value: "Bearer \(accessToken)")
-        request.headers.add(name: "Accept", value: "application/json")
-        request.headers.add(name: "User-Agent", value: "subledger")
-        if let body = call.body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: body))
-        }
-        let response = try await http.execute(request, timeout: .nanoseconds(Int64(settings.requestTimeout / .nanoseconds(1))))
-        let bytes = try await response.body.collect(upTo: 16 << 20)
-        return (Int(response.status.code), response.headers, Data(bytes.readableBytesView))
+        return try await StoreRequest.send(url: url, method: call.method, bearer: accessToken, body: call.body,
+                                           timeout: settings.requestTimeout, http: http)
     }
 
     /// Google's words (or a connection error's) as an error may hold them:
