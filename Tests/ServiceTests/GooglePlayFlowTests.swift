@@ -269,6 +269,16 @@ import Testing
             let reminders = try await flow.dependencies.pool.query(
                 "SELECT count(*) FROM reminders WHERE status = 'pending'").first!.decode(Int64.self, at: 0)
             #expect(reminders >= 1, "a canceled Play subscription gets its renewal reminder and expiry prompt")
+            // The read models list it (store and all), and the change feed carries its entitlement.
+            let catalog = flow.dependencies.catalog.catalog
+            try await flow.dependencies.project(SubscriptionProjection(store: flow.dependencies.store, catalog: catalog))
+            let listed = try await flow.client.get("/v1/subscriptions?productId=pro_monthly&limit=100", key: Keys.support).json["subscriptions"]?.array ?? []
+            #expect(listed.contains { $0["originalTransactionId"]?.string == "tok-r" && $0["status"]?.string == "active" }, "\(listed)")
+            let stats = try await flow.client.get("/v1/stats", key: Keys.support)
+            #expect(stats.status == .ok && stats.text.contains("pro"), "\(stats.text)")
+            try await flow.dependencies.project(ChangeFeedConsumer(catalog: catalog))
+            let changes = try await flow.client.get("/v1/changes?subscriberId=ann", key: Keys.support).json["changes"]?.array ?? []
+            #expect(changes.contains { $0.keys.contains("type") }, "\(changes)")
         }
     }
 }
