@@ -71,6 +71,11 @@ class Google(http.server.BaseHTTPRequestHandler):
         pass
 
 
-server = http.server.HTTPServer(("127.0.0.1", 0), Google)
+class Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 64
+    daemon_threads = True
+
+
+server = Server(("127.0.0.1", 0), Google)
 print(server.server_address[1], flush=True)
 server.serve_forever()
