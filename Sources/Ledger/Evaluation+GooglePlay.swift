@@ -55,29 +55,6 @@ struct PlayEvaluation {
     var positions: [Int64]
 }
 
-extension SubscriberLedger {
-    /// The Play purchase tokens of `environment` (nil: any) this ledger holds facts of.
-    func playTokens(environment: Environment?) -> [String] {
-        playPurchases.compactMap { token, states in
-            states.contains { environment == nil || $0.value.environment == environment } ? token : nil
-        }.sorted()
-    }
-
-    /// The start of the purchase that replaced `token` (its
-    /// `linkedPurchaseToken` names `token`), as known at `at`.
-    func playReplacement(of token: String, at: Date) -> (date: Date, by: String, position: Int64)? {
-        var found: (date: Date, by: String, position: Int64)?
-        for (other, states) in playPurchases where other != token {
-            for state in states where state.value.linkedPurchaseToken == token {
-                let start = state.value.startTime
-                guard min(start, state.date) <= at, found.map({ start < $0.date }) ?? true else { continue }
-                found = (start, other, state.position)
-            }
-        }
-        return found
-    }
-}
-
 extension Evaluation {
     /// The catalog product a Play purchase is listed under: `productId:basePlanId`, else `productId`.
     static func playProduct(_ purchase: GooglePlayPurchase, catalog: Catalog) -> Product? {
@@ -186,10 +163,12 @@ extension Evaluation {
         return evaluation
     }
 
-    /// Adds Google Play's purchases: one-time products join `transactions`
-    /// (before they are sorted), subscriptions `autoRenewables`.
-    mutating func evaluateGooglePlay(ledger: SubscriberLedger, catalog: Catalog, environment: Environment?) {
-        guard !ledger.playPurchases.isEmpty else { return }
+    /// Google Play's purchases: one-time products join `transactions`
+    /// (before they are sorted); the subscriptions are returned, to join
+    /// `autoRenewables` once the App Store's are judged.
+    mutating func evaluateGooglePlay(ledger: SubscriberLedger, catalog: Catalog, environment: Environment?) -> [AutoRenewable] {
+        guard !ledger.playPurchases.isEmpty else { return [] }
+        var subscriptions: [AutoRenewable] = []
         for token in ledger.playTokens(environment: environment) {
             guard let play = Self.playEvaluation(token, ledger: ledger, catalog: catalog, at: at, environment: environment) else { continue }
             let latest = play.latest
@@ -209,12 +188,13 @@ extension Evaluation {
                                       source: latest.source))
             }
             if play.product.type == .autoRenewable {
-                autoRenewables.append(AutoRenewable(
+                subscriptions.append(AutoRenewable(
                     latest: transaction, group: play.product.group, status: play.status, end: play.end, graceEnd: play.graceEnd,
                     autoRenew: play.autoRenew, expiredByStore: nil, positions: play.positions, playReason: play.reason))
             } else if play.status == .active || play.status == .revoked {
                 transactions.append(transaction)
             }
         }
+        return subscriptions
     }
 }

@@ -125,9 +125,7 @@ struct Evaluation {
                 latestOfChains.append(transaction)
             }
         }
-        evaluateGooglePlay(ledger: ledger, catalog: catalog, environment: environment)
-        let playSubscriptions = autoRenewables
-        autoRenewables = []
+        let playSubscriptions = evaluateGooglePlay(ledger: ledger, catalog: catalog, environment: environment)
         transactions = Self.sortedInPurchaseOrder(transactions + latestOfChains)
         evaluateAutoRenewables(ledger: ledger, chains: chains)
         if !playSubscriptions.isEmpty {
@@ -193,7 +191,7 @@ struct Evaluation {
     /// - Parameter chains: each original's visible, owned transactions;
     ///   `transactions` holds the latest of each.
     private mutating func evaluateAutoRenewables(ledger: SubscriberLedger, chains: [String: [ChainLink]]) {
-        for latest in transactions where latest.type == .autoRenewable && latest.fact.store == .appStore {
+        for latest in transactions where latest.type == .autoRenewable {
             let original = latest.fact.originalTransactionID
             let chain = chains[original] ?? []
             let terms = Self.autoRenewableTerms(latest: latest, ledger: ledger, at: at)
@@ -274,35 +272,11 @@ struct Evaluation {
         }
         for subscription in autoRenewables {
             let fact = subscription.latest.fact
-            let original = "original transaction \(fact.originalTransactionID), latest transaction \(fact.transactionID)"
-            let grant: (Bool, Date?, String)
-            if let reason = subscription.playReason {
-                let granting = subscription.status == .active || subscription.status == .grace
-                grant = (granting, subscription.graceEnd ?? subscription.end, reason)
-            } else {
-            switch subscription.status {
-            case .active:
-                grant = (true, subscription.end, "auto-renewable \(fact.productID) (\(original)) is paid until \(RFC3339.format(subscription.end))"
-                         + (subscription.autoRenew ? " and renews" : "; auto-renew is off, so access ends then"))
-            case .grace:
-                grant = (true, subscription.graceEnd, "auto-renewable \(fact.productID) (\(original)) expired at \(RFC3339.format(subscription.end)) but is in its billing grace period until \(RFC3339.format(subscription.graceEnd!))")
-            case .expired:
-                var why = "auto-renewable \(fact.productID) (\(original)) expired at \(RFC3339.format(subscription.end))"
-                if subscription.expiredByStore != nil { why += " as the App Store reported" }
-                if let graceEnd = subscription.graceEnd { why += "; its grace period ended at \(RFC3339.format(graceEnd))" }
-                grant = (false, subscription.graceEnd.map { max($0, subscription.end) } ?? subscription.end, why)
-            case .revoked:
-                let revokedAt = subscription.latest.revokedAt!
-                grant = (false, revokedAt, "auto-renewable \(fact.productID) (\(original)) was refunded; access ended at \(RFC3339.format(revokedAt))")
-            case .onHold, .paused, .pending:
-                // Only Google Play's subscriptions have these (`playReason`).
-                grant = (false, subscription.end, "auto-renewable \(fact.productID) (\(original)) is \(subscription.status.rawValue)")
-            }
-            }
+            let grant = Self.grant(of: subscription)
             let note = Self.storeNote(fact, refund: subscription.latest.refund?.value)
             for entitlement in entitlements(fact.productID) {
                 grants.append(Grant(entitlement: entitlement, productID: fact.productID, source: fact.transactionID,
-                                    active: grant.0, end: grant.1, reason: grant.2 + note, positions: subscription.positions))
+                                    active: grant.active, end: grant.end, reason: grant.reason + note, positions: subscription.positions))
             }
         }
         for group in nonRenewingGroups {
@@ -356,38 +330,6 @@ struct Evaluation {
             grants.append(Grant(entitlement: grant.entitlement, productID: "", source: grant.entitlementSource,
                                 active: at < end, end: end, reason: "support grant " + why, positions: positions))
         }
-    }
-
-    /// What the App Store said about a transaction and its refund, in words
-    /// for `explain` ("" when it said nothing).
-    static func storeNote(_ fact: TransactionFact, refund: RefundFact?) -> String {
-        var notes: [String] = []
-        if fact.details.ownershipType == "FAMILY_SHARED" { notes.append("shared through Family Sharing") }
-        switch fact.details.offerType {
-        case 1?: notes.append("bought with an introductory offer")
-        case 2?: notes.append("bought with a promotional offer")
-        case 3?: notes.append("bought with an offer code")
-        case 4?: notes.append("bought with a win-back offer")
-        case let other?: notes.append("bought with offer type \(other)")
-        case nil: break
-        }
-        if fact.details.isUpgraded == true { notes.append("the subscriber upgraded from it") }
-        if let details = refund?.details {
-            switch details.revocationType {
-            case "REFUND_PRORATED"?:
-                let share = details.revocationPercentage.map { " (\(Double($0) / 10)% refunded)" } ?? ""
-                notes.append("prorated refund\(share)")
-            case "FAMILY_REVOKE"?: notes.append("revoked: Family Sharing ended")
-            case "REFUND_FULL"?: notes.append("full refund")
-            default: break
-            }
-            switch details.revocationReason {
-            case 1?: notes.append("refund reason: an issue with the app")
-            case 0?: notes.append("refund reason: another reason")
-            default: break
-            }
-        }
-        return notes.isEmpty ? "" : "; " + notes.joined(separator: "; ")
     }
 
     /// The grant that speaks for each entitlement: an active one that never

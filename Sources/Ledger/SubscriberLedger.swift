@@ -216,8 +216,7 @@ public struct SubscriberLedger: Sendable, Equatable {
     /// Whether the subscriber holds `originalTransactionID` of `environment`
     /// at `at` (not transferred out since it last came in).
     func owns(_ originalTransactionID: String, environment: Environment, at: Date) -> Bool {
-        guard !ownership.isEmpty, let moves = ownership[environment.ownershipKey(originalTransactionID)] else { return true }
-        return latest(moves, at: at)?.value ?? true
+        owns(key: environment.ownershipKey(originalTransactionID), at: at)
     }
 
     /// Whether the subscriber holds the purchase owned under `key` at `at`
@@ -239,19 +238,12 @@ public struct SubscriberLedger: Sendable, Equatable {
     /// this subscriber.
     public func holds(originalTransactionID: String, environment: Environment) -> Bool {
         guard knows(originalTransactionID: originalTransactionID, environment: environment) else { return false }
-        let key = environment.ownershipKey(originalTransactionID)
-        return (ownership[key]?.max { ($0.position) < ($1.position) }?.value) ?? true
+        return holdsAfterLastMove(key: environment.ownershipKey(originalTransactionID))
     }
 
-    /// Whether the subscriber currently holds the Play purchase `token` of
-    /// `environment`: a state of it was recorded here and its last
-    /// transfer, if any, was into this subscriber.
-    public func holds(playToken token: String, environment: Environment) -> Bool {
-        let key = Store.googlePlay.ownershipKey(token, environment: environment)
-        guard playPurchases[token]?.contains(where: { $0.value.environment == environment }) == true || ownership[key] != nil else {
-            return false
-        }
-        return (ownership[key]?.max { $0.position < $1.position }?.value) ?? true
+    /// Whether the last transfer under `key`, if any, was into this subscriber.
+    func holdsAfterLastMove(key: String) -> Bool {
+        (ownership[key]?.max { $0.position < $1.position }?.value) ?? true
     }
 
     /// Whether `transactionID` was recorded here (purchase, renewal, restore, transfer).
