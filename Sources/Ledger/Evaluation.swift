@@ -63,6 +63,8 @@ struct Evaluation {
         var reason: String
         /// The events behind it, in no order and possibly repeated.
         var positions: [Int64]
+        /// The store that sold what gives it; nil for a support grant.
+        var store: Store? = .appStore
     }
 
     let at: Date
@@ -260,13 +262,13 @@ struct Evaluation {
                                         active: false, end: refund.date,
                                         reason: "\(transaction.type.rawValue) \(fact.productID) (transaction \(fact.transactionID)) was refunded at \(RFC3339.format(refund.date))"
                                             + Self.storeNote(fact, refund: refund.value),
-                                        positions: [transaction.position, refund.position]))
+                                        positions: [transaction.position, refund.position], store: fact.store))
                 } else {
                     grants.append(Grant(entitlement: entitlement, productID: fact.productID, source: fact.transactionID,
                                         active: true, end: nil,
                                         reason: "\(transaction.type.rawValue) \(fact.productID) was purchased at \(RFC3339.format(fact.purchaseDate)) (transaction \(fact.transactionID)) and never expires"
                                             + Self.storeNote(fact, refund: nil),
-                                        positions: [transaction.position]))
+                                        positions: [transaction.position], store: fact.store))
                 }
             }
         }
@@ -276,7 +278,8 @@ struct Evaluation {
             let note = Self.storeNote(fact, refund: subscription.latest.refund?.value)
             for entitlement in entitlements(fact.productID) {
                 grants.append(Grant(entitlement: entitlement, productID: fact.productID, source: fact.transactionID,
-                                    active: grant.active, end: grant.end, reason: grant.reason + note, positions: subscription.positions))
+                                    active: grant.active, end: grant.end, reason: grant.reason + note, positions: subscription.positions,
+                                    store: fact.store))
             }
         }
         for group in nonRenewingGroups {
@@ -328,7 +331,7 @@ struct Evaluation {
                 why = granted + "; it ended at \(RFC3339.format(grant.endsAt))"
             }
             grants.append(Grant(entitlement: grant.entitlement, productID: "", source: grant.entitlementSource,
-                                active: at < end, end: end, reason: "support grant " + why, positions: positions))
+                                active: at < end, end: end, reason: "support grant " + why, positions: positions, store: nil))
         }
     }
 

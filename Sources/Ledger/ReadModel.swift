@@ -38,6 +38,12 @@ public struct SubscriberReadModel: Sendable, Equatable {
         public var autoRenew: Bool
         /// What the product gives (from the catalog).
         public var entitlements: [String]
+        /// The store that sells it (for Google Play, `series` and
+        /// `originalTransactionID` are the purchase token).
+        public var store: Store = .appStore
+        /// Google Play: what the subscription became when it stopped
+        /// granting (`on_hold`, `paused`, `pending`), from `expiresAt` on.
+        public var heldStatus: SubscriptionStatus? = nil
     }
 
     /// One stacked period of a non-renewing group.
@@ -110,13 +116,18 @@ extension SubscriberLedger {
             let known = Evaluation(ledger: self, catalog: catalog, at: .distantFuture, environment: environment, includingGrants: false)
             for subscription in known.autoRenewables {
                 let latest = subscription.latest
-                model.subscriptions.append(SubscriberReadModel.Subscription(
+                var row = SubscriberReadModel.Subscription(
                     environment: environment, group: subscription.group, series: latest.fact.originalTransactionID,
                     productID: latest.fact.productID, type: .autoRenewable,
                     originalTransactionID: latest.fact.originalTransactionID, latestTransactionID: latest.fact.transactionID,
                     startsAt: timeline.lastRunStart[ActivityTimeline.autoRenewableUnit(latest.fact.originalTransactionID)],
                     expiresAt: subscription.end, graceEndsAt: subscription.graceEnd, revokedAt: latest.revokedAt,
-                    autoRenew: subscription.autoRenew, entitlements: catalog.product(id: latest.fact.productID)?.entitlements ?? []))
+                    autoRenew: subscription.autoRenew, entitlements: catalog.product(id: latest.fact.productID)?.entitlements ?? [],
+                    store: latest.fact.store)
+                if latest.fact.store == .googlePlay {
+                    playStatusInputs(of: subscription, into: &row, environment: environment)
+                }
+                model.subscriptions.append(row)
             }
             for group in known.nonRenewingGroups {
                 model.periods += group.periods.map { period in
@@ -146,11 +157,33 @@ extension SubscriberLedger {
     }
 }
 
+extension SubscriberLedger {
+    /// A Google Play row's status inputs: judged at the end of time, a
+    /// subscription on hold, paused or pending says so (`heldStatus`, from
+    /// its end on), and one whose latest fetched state is in its grace
+    /// period is in grace until its end (Google counts the grace period
+    /// inside `expiryTime`).
+    fileprivate func playStatusInputs(of subscription: Evaluation.AutoRenewable, into row: inout SubscriberReadModel.Subscription,
+                                      environment: Environment) {
+        switch subscription.status {
+        case .onHold, .paused, .pending: row.heldStatus = subscription.status
+        default: break
+        }
+        let states = (playPurchases[subscription.latest.fact.originalTransactionID] ?? []).filter { $0.value.environment == environment }
+        if subscription.status == .expired,
+           states.max(by: { ($0.date, $0.position) < ($1.date, $1.position) })?.value.state == .inGracePeriod {
+            row.graceEndsAt = subscription.end
+        }
+    }
+}
+
 extension SubscriberReadModel.Subscription {
     /// The status at `at` from the status inputs alone, for an instant no
     /// fact is dated after (the SQL function `subscription_status` is the same).
     public func status(at: Date) -> SubscriptionStatus {
         if let revokedAt, revokedAt <= at { return .revoked }
+        if let heldStatus, (expiresAt ?? .distantPast) <= at { return heldStatus }
+        if store == .googlePlay, let startsAt, let graceEndsAt, startsAt <= at, at < graceEndsAt { return .grace }
         if let startsAt, let expiresAt, startsAt <= at, at < expiresAt { return .active }
         if let graceEndsAt, at < graceEndsAt, (expiresAt ?? .distantPast) <= at { return .grace }
         return .expired
@@ -172,7 +205,7 @@ extension SubscriberReadModel {
             }
             return SubscriberState.Subscription(group: row.group, productID: productID, type: row.type, status: row.status(at: at),
                                                 expiresAt: row.expiresAt, autoRenew: row.autoRenew,
-                                                originalTransactionID: originalTransactionID)
+                                                originalTransactionID: originalTransactionID, store: row.store)
         }
         .sorted { ($0.group, $0.originalTransactionID) < ($1.group, $1.originalTransactionID) }
     }

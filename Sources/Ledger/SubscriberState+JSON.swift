@@ -35,6 +35,7 @@ extension SubscriberState {
                     $0.string("id", entitlement.id)
                     $0.string("productId", entitlement.productID)
                     $0.string("source", entitlement.source)
+                    $0.string("store", entitlement.store?.rawValue)
                 }
             }
             $0.string("environment", environment.rawValue)
@@ -139,6 +140,15 @@ public struct JSONBytes: Sendable {
         self.key(key)
         quoted(value)
         needsComma = true
+    }
+
+    /// A string, or `null`.
+    public mutating func string(_ key: StaticString, _ value: String?) {
+        guard let value else {
+            self.key(key)
+            return append("null")
+        }
+        string(key, value)
     }
 
     /// A member holding any JSON value as `LedgerJSON.makeEncoder()` writes

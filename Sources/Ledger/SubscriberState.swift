@@ -31,8 +31,10 @@ public struct SubscriberState: Sendable, Equatable, Codable {
         @ExplicitNull public var expiresAt: Date?
         /// The transaction that gives it.
         public var source: String
+        /// The store that sold what gives it; nil for a support grant.
+        @ExplicitNull public var store: Store? = .appStore
 
-        enum CodingKeys: String, CodingKey { case id, active, productID = "productId", expiresAt, source }
+        enum CodingKeys: String, CodingKey { case id, active, productID = "productId", expiresAt, source, store }
     }
 
     public struct Subscription: Sendable, Equatable, Codable {
@@ -158,7 +160,8 @@ public struct SubscriberState: Sendable, Equatable, Codable {
         at = evaluation.at
         environment = evaluation.environment
         entitlements = evaluation.entitlementGrants.map { id, grant, _ in
-            Entitlement(id: id, active: grant.active, productID: grant.productID, expiresAt: grant.end, source: grant.source)
+            Entitlement(id: id, active: grant.active, productID: grant.productID, expiresAt: grant.end, source: grant.source,
+                        store: grant.store)
         }
         subscriptions = evaluation.autoRenewables.map { subscription in
             Subscription(group: subscription.group, productID: subscription.latest.fact.productID, type: .autoRenewable,

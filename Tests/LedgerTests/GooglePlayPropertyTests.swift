@@ -73,9 +73,20 @@ struct GooglePlayPropertyTests {
                 observe(states.last!.state, autoRenew: states.last!.autoRenew ?? true)
             }
         }
-        if int(0...2) == 0 {
+        // How the life ends so far: expired, still on hold or paused (the
+        // listing must say so, not "expired"), or going on.
+        switch int(0...5) {
+        case 0, 1:
             now = max(now, expiry) + TimeInterval(int(0...86_400))
             observe(.expired, autoRenew: false)
+        case 2:
+            now = max(now, expiry)
+            observe(.onHold)
+        case 3:
+            now = max(now, expiry)
+            observe(.paused)
+        default:
+            break
         }
         return states
     }
@@ -135,6 +146,11 @@ struct GooglePlayPropertyTests {
                     let says = Self.lastSays(last, at: at)
                     #expect(active == says.active && state.subscriptions.first?.status == says.status,
                             "seed \(seed) at \(RFC3339.format(at)): the last fetch (\(last.summary)) says \(says)")
+                    // The listing's row (store, held and grace statuses) says
+                    // what the state says at every instant no fact is dated after.
+                    #expect(model.stateSubscriptions(at: at, environment: .production) == state.subscriptions,
+                            "seed \(seed) at \(RFC3339.format(at)): the read model's row disagrees with the state")
+                    #expect(model.subscriptions.allSatisfy { $0.store == .googlePlay })
                 }
                 let inInterval = model.entitlements.contains { $0.entitlement == "pro" && $0.start <= at && at < ($0.end ?? .distantFuture) }
                 #expect(inInterval == active, "seed \(seed) at \(RFC3339.format(at)): the read model's intervals say \(inInterval)")

@@ -22,8 +22,8 @@ struct OutputTests {
         let json = String(decoding: try LedgerJSON.makeEncoder().encode(state), as: UTF8.self)
         #expect(json == #"""
             {"at":"2024-01-15T00:00:00.500Z","devices":[{"firstSeenAt":"2024-01-01T00:00:00Z","id":"D1"}],\#
-            "entitlements":[{"active":true,"expiresAt":null,"id":"level2","productId":"com.example.level2","source":"n1"},\#
-            {"active":true,"expiresAt":"2024-01-31T00:00:00Z","id":"pro","productId":"com.example.pass.30d","source":"p1"}],\#
+            "entitlements":[{"active":true,"expiresAt":null,"id":"level2","productId":"com.example.level2","source":"n1","store":"app_store"},\#
+            {"active":true,"expiresAt":"2024-01-31T00:00:00Z","id":"pro","productId":"com.example.pass.30d","source":"p1","store":"app_store"}],\#
             "environment":"Production",\#
             "nonRenewingPeriods":[{"end":"2024-01-31T00:00:00Z","group":"pass","productId":"com.example.pass.30d","start":"2024-01-01T00:00:00Z","transactionId":"p1"}],\#
             "purchases":[{"originalTransactionId":"n1","productId":"com.example.level2","purchaseDate":"2024-01-01T00:00:00Z","quantity":1,"revokedAt":null,"store":"app_store","transactionId":"n1","type":"non-consumable"}],\#

@@ -47,7 +47,11 @@ struct ChangeFeedTests {
                 let lost = try #require(bob.last.flatMap { JSONValue(json: Data($0.body.utf8)) })
                 #expect(lost["data"]?["entitlement"]?.string == "pro" && lost["data"]?["reason"]?.string == "refunded")
                 #expect(lost["entitlements"]?.array.contains { $0["id"]?.string == "pro" && $0["active"]?.bool == true } == false)
-                #expect(lost.keys == ["id", "sequence", "type", "subscriberId", "environment", "at", "recordedAt", "data", "entitlements"])
+                #expect(lost.keys == ["id", "sequence", "type", "subscriberId", "environment", "at", "recordedAt", "data", "entitlements",
+                                      "store"])
+                // Every change of bob's App Store purchase says so: the fact's, the refund's and the entitlement's.
+                let stores = bob.compactMap { JSONValue(json: Data($0.body.utf8))?["store"]?.string }
+                #expect(stores == ["app_store", "app_store", "app_store", "app_store"], "\(stores)")
 
                 let dispatcher = fixture.dispatcher()
                 try await fixture.dispatch(dispatcher) { await receiver.acceptedIDs.count == stored.count }

@@ -108,6 +108,12 @@ import Testing
             _ = try await flow.push(.subscription(.onHold, purchaseToken: "tok-1"), messageID: "m4", eventTime: now + 2)
             #expect(try await flow.playSubscription("ann")?["status"]?.string == "on_hold")
             #expect(try await !flow.entitled("ann"))
+            // The listing says so too (not "expired"), under its store.
+            try await flow.dependencies.project(SubscriptionProjection(store: flow.dependencies.store, catalog: flow.dependencies.catalog.catalog))
+            let held = try await flow.client.get("/v1/subscriptions?status=on_hold&store=google_play", key: Keys.support)
+                .json["subscriptions"]?.array ?? []
+            #expect(held.map { $0["originalTransactionId"]?.string } == ["tok-1"] && held.first?["store"]?.string == "google_play",
+                    "\(held)")
             await flow.fake.putSubscription(Self.subscription(.active, start: start, expiry: now + 31 * 86_400, order: "GPA.1111-2222-3333-44444..1"),
                                             token: "tok-1")
             _ = try await flow.push(.subscription(.recovered, purchaseToken: "tok-1"), messageID: "m5", eventTime: now + 3)
@@ -273,12 +279,22 @@ import Testing
             let catalog = flow.dependencies.catalog.catalog
             try await flow.dependencies.project(SubscriptionProjection(store: flow.dependencies.store, catalog: catalog))
             let listed = try await flow.client.get("/v1/subscriptions?productId=pro_monthly&limit=100", key: Keys.support).json["subscriptions"]?.array ?? []
-            #expect(listed.contains { $0["originalTransactionId"]?.string == "tok-r" && $0["status"]?.string == "active" }, "\(listed)")
+            #expect(listed.contains { $0["originalTransactionId"]?.string == "tok-r" && $0["status"]?.string == "active"
+                && $0["store"]?.string == "google_play" }, "\(listed)")
+            let appStoreOnly = try await flow.client.get("/v1/subscriptions?store=app_store", key: Keys.support).json["subscriptions"]?.array
+            #expect(appStoreOnly?.isEmpty == true, "\(String(describing: appStoreOnly))")
+            let badStore = try await flow.client.get("/v1/subscriptions?store=play_store", key: Keys.support)
+            #expect(badStore.status == .badRequest && badStore.text.contains("store"), "\(badStore.text)")
+            let state = try await flow.client.get("/v1/subscribers/ann", key: Keys.support).json
+            #expect(state["entitlements"]?.array.first?["store"]?.string == "google_play", "\(state)")
             let stats = try await flow.client.get("/v1/stats", key: Keys.support)
             #expect(stats.status == .ok && stats.text.contains("pro"), "\(stats.text)")
             try await flow.dependencies.project(ChangeFeedConsumer(catalog: catalog))
             let changes = try await flow.client.get("/v1/changes?subscriberId=ann", key: Keys.support).json["changes"]?.array ?? []
-            #expect(changes.contains { $0.keys.contains("type") }, "\(changes)")
+            // Every change of this Play purchase says its store: the fact's and the entitlement's.
+            #expect(changes.contains { $0["type"]?.string == "google_play_purchase" && $0["store"]?.string == "google_play" }, "\(changes)")
+            #expect(changes.contains { $0["type"]?.string == "entitlement_gained" && $0["store"]?.string == "google_play" }, "\(changes)")
+            #expect(changes.allSatisfy { $0["store"]?.string == "google_play" }, "\(changes)")
         }
     }
 }

@@ -28,6 +28,7 @@ struct SubscriptionsController {
         filter.group = try RequestInput.identifier("group", in: request)
         filter.productID = try RequestInput.identifier("productId", in: request)
         filter.status = try RequestInput.choice("status", in: request, as: SubscriptionStatus.self)
+        filter.store = try RequestInput.choice("store", in: request, as: Store.self)
         filter.expiresBefore = try RequestInput.instant("expiresBefore", in: request)
         filter.expiresAfter = try RequestInput.instant("expiresAfter", in: request)
         filter.limit = try RequestInput.limit(in: request, default: 100, range: 1...1000)

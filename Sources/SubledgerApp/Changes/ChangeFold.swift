@@ -6,7 +6,8 @@ import Ledger
 
 /// A change ready to be stored: its columns and its body, the contract's
 /// `{"id", "sequence", "type", "subscriberId", "environment", "at",
-/// "recordedAt", "data", "entitlements"}`.
+/// "recordedAt", "data", "entitlements"}`, and `store` when the change
+/// comes from a store's fact or product.
 struct NewChange: Sendable, Encodable {
     var id: String
     var subscriber_id: String
@@ -28,6 +29,10 @@ struct ChangeBody: Encodable {
     var recordedAt: Date
     var data: JSONValue
     var entitlements: [SubscriberState.Entitlement]
+    /// The store whose fact this is (`app_store` | `google_play`), or that
+    /// sold what gave the entitlement or what the reminder is about; absent
+    /// for the ledger's own facts (devices, support grants, erasure).
+    var store: String?
     /// A reminder's fields, also at the top level (as the reminder webhook
     /// has always sent them); absent from every other change.
     var group: String?
@@ -79,7 +84,7 @@ struct ChangeFold {
             append(id: id, type: transition.kind.rawValue, environment: transition.environment, at: transition.at,
                    recordedAt: recordedAt,
                    data: .object(["entitlement": .string(transition.entitlement), "reason": .string(Self.timeReason(transition))]),
-                   entitlements: state.entitlements)
+                   entitlements: state.entitlements, store: Self.store(of: transition.entitlement, in: state.entitlements))
         }
         clock = until
         self.next = next
@@ -98,13 +103,14 @@ struct ChangeFold {
         if !Self.bookkeepingTypes.contains(type) {
             let value = JSONValue(json: data) ?? .object([:])
             append(id: "chg_\(recorded.position)", type: type, environment: environment, at: at, recordedAt: recorded.recordedAt,
-                   data: value, entitlements: states[environment]?.entitlements ?? [])
+                   data: value, entitlements: states[environment]?.entitlements ?? [], store: Self.store(ofEvent: type, data: value))
         }
         for transition in transitions {
             append(id: "chg_\(recorded.position)_" + Self.digest([transition.environment.rawValue, transition.entitlement, transition.kind.rawValue]),
                    type: transition.kind.rawValue, environment: transition.environment, at: at, recordedAt: recorded.recordedAt,
                    data: .object(["entitlement": .string(transition.entitlement), "reason": .string(type)]),
-                   entitlements: states[transition.environment]?.entitlements ?? [])
+                   entitlements: states[transition.environment]?.entitlements ?? [],
+                   store: Self.store(of: transition.entitlement, in: states[transition.environment]?.entitlements ?? []))
         }
         clock = at
         next = ledger.nextChange(after: at, catalog: catalog, environments: published.environments)
@@ -119,15 +125,16 @@ struct ChangeFold {
         let state = ledger.state(at: at, catalog: catalog, environment: reminder.environment)
         let data = (try? reminder.webhookBody()).flatMap { JSONValue(json: $0) } ?? .object([:])
         append(id: reminder.id, type: reminder.type.rawValue, environment: reminder.environment, at: at, recordedAt: recordedAt,
-               data: data, entitlements: state.entitlements, reminder: reminder)
+               data: data, entitlements: state.entitlements, store: catalog.product(id: reminder.productID)?.store, reminder: reminder)
         clock = at
     }
 
     private mutating func append(id: String, type: String, environment: Ledger.Environment, at: Date, recordedAt: Date,
-                                 data: JSONValue, entitlements: [SubscriberState.Entitlement], reminder: DesiredReminder? = nil) {
+                                 data: JSONValue, entitlements: [SubscriberState.Entitlement], store: Store?,
+                                 reminder: DesiredReminder? = nil) {
         sequence += 1
         var body = ChangeBody(id: id, sequence: sequence, type: type, subscriberId: subscriberID, environment: environment.rawValue,
-                              at: at, recordedAt: recordedAt, data: data, entitlements: entitlements)
+                              at: at, recordedAt: recordedAt, data: data, entitlements: entitlements, store: store?.rawValue)
         if let reminder {
             body.group = reminder.group
             body.productId = reminder.productID
@@ -148,6 +155,26 @@ struct ChangeFold {
     /// Why an entitlement changed when no event did.
     static func timeReason(_ transition: EntitlementTransition) -> String {
         transition.kind == .lost ? "ended" : "started"
+    }
+
+    /// The App Store's event types (their facts say no store: they were
+    /// all the App Store's before Google Play came).
+    static let appStoreTypes: Set<String> = [
+        LedgerEventType.purchased, .renewed, .restored, .refunded, .refundReversed, .renewalExtended, .expired,
+        .autoRenewChanged, .billingIssue, .transferredOut, .transferredIn,
+    ].reduce(into: []) { $0.insert($1.rawValue) }
+
+    /// The store of a stored fact: its `store` field, else Google Play's
+    /// event types and the App Store's; nil for the ledger's own facts.
+    static func store(ofEvent type: String, data: JSONValue) -> Store? {
+        if case .string(let text)? = data["store"], let store = Store(rawValue: text) { return store }
+        if type == LedgerEventType.googlePlayPurchase.rawValue || type == LedgerEventType.googlePlayVoided.rawValue { return .googlePlay }
+        return appStoreTypes.contains(type) ? .appStore : nil
+    }
+
+    /// The store that sold what gives `entitlement` in `entitlements`.
+    static func store(of entitlement: String, in entitlements: [SubscriberState.Entitlement]) -> Store? {
+        entitlements.first { $0.id == entitlement }?.store
     }
 
     /// The `environment` field of a stored fact; Production when it has none.

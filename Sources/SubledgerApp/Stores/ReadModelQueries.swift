@@ -21,6 +21,7 @@ public struct ReadModelQueries: Sendable {
         public var group: String?
         public var productID: String?
         public var status: SubscriptionStatus?
+        public var store: Store?
         /// `expiresAt` earlier than this.
         public var expiresBefore: Date?
         /// `expiresAt` at or after this.
@@ -49,12 +50,13 @@ public struct ReadModelQueries: Sendable {
         @ExplicitNull public var gracePeriodEndsAt: Date?
         @ExplicitNull public var revokedAt: Date?
         public var entitlements: [String]
+        public var store: Store
         var series: String
 
         enum CodingKeys: String, CodingKey {
             case subscriberID = "subscriberId", environment, group, productID = "productId", type, status, expiresAt, autoRenew
             case originalTransactionID = "originalTransactionId", latestTransactionID = "latestTransactionId"
-            case startsAt, gracePeriodEndsAt, revokedAt, entitlements
+            case startsAt, gracePeriodEndsAt, revokedAt, entitlements, store
         }
     }
 
@@ -90,7 +92,7 @@ public struct ReadModelQueries: Sendable {
                 startsAt: try row.decode(Date?.self, at: 10), gracePeriodEndsAt: try row.decode(Date?.self, at: 11),
                 revokedAt: try row.decode(Date?.self, at: 12),
                 entitlements: (try? JSONDecoder().decode([String].self, from: Data(try row.decode(String.self, at: 13).utf8))) ?? [],
-                series: series))
+                store: Store(rawValue: try row.decode(String.self, at: 16)) ?? .appStore, series: series))
         }
         if matches.count > filter.limit {
             let page = Array(matches.prefix(filter.limit))
@@ -112,10 +114,11 @@ public struct ReadModelQueries: Sendable {
         let cursor = filter.cursor
         return """
             SELECT s.subscriber_id, s."group", s.series, coalesce(c.product_id, s.product_id), s.type,
-                   subscription_status(\(now)::timestamptz, s.starts_at, s.expires_at, s.grace_ends_at, s.revoked_at),
+                   subscription_status(\(now)::timestamptz, s.store, s.starts_at, s.expires_at, s.grace_ends_at, s.revoked_at,
+                                       s.held_status),
                    s.expires_at, s.auto_renew, coalesce(c.original_transaction_id, s.original_transaction_id),
                    s.latest_transaction_id, s.starts_at, s.grace_ends_at, s.revoked_at, array_to_json(s.entitlements)::text,
-                   s.walked, f.matches
+                   s.walked, f.matches, s.store
             FROM (SELECT w.*, row_number() OVER (ORDER BY w.subscriber_id, w."group", w.series) AS walked
                   FROM subscriptions w
                   WHERE w.environment = \(filter.environment.rawValue)
@@ -133,8 +136,9 @@ public struct ReadModelQueries: Sendable {
                 AND (\(filter.group)::text IS NULL OR s."group" = \(filter.group))
                 AND (\(filter.productID)::text IS NULL OR coalesce(c.product_id, s.product_id) = \(filter.productID))
                 AND (\(filter.status?.rawValue)::text IS NULL
-                     OR subscription_status(\(now)::timestamptz, s.starts_at, s.expires_at, s.grace_ends_at, s.revoked_at)
-                        = \(filter.status?.rawValue))
+                     OR subscription_status(\(now)::timestamptz, s.store, s.starts_at, s.expires_at, s.grace_ends_at,
+                                            s.revoked_at, s.held_status) = \(filter.status?.rawValue))
+                AND (\(filter.store?.rawValue)::text IS NULL OR s.store = \(filter.store?.rawValue))
                 AND (\(filter.expiresBefore)::timestamptz IS NULL OR s.expires_at < \(filter.expiresBefore))
                 AND (\(filter.expiresAfter)::timestamptz IS NULL OR s.expires_at >= \(filter.expiresAfter)), false) AS matches) f
             WHERE f.matches OR s.walked = \(Self.scanBudget)

@@ -40,7 +40,7 @@ enum ReadModelRows {
     static let copyColumns = [
         "subscriptions": """
             environment, subscriber_id, "group", series, product_id, type, original_transaction_id, latest_transaction_id, \
-            starts_at, expires_at, grace_ends_at, revoked_at, auto_renew, entitlements
+            starts_at, expires_at, grace_ends_at, revoked_at, auto_renew, entitlements, store, held_status
             """,
         "non_renewing_periods": """
             environment, subscriber_id, transaction_id, "group", product_id, original_transaction_id, starts_at, ends_at
@@ -59,7 +59,7 @@ enum ReadModelRows {
         }
         for model in models {
             for row in model.subscriptions {
-                subscriptions.beginRow(fields: 14)
+                subscriptions.beginRow(fields: 16)
                 subscriptions.append(row.environment.rawValue)
                 subscriptions.append(model.subscriberID)
                 subscriptions.append(row.group)
@@ -74,6 +74,8 @@ enum ReadModelRows {
                 date(row.revokedAt, into: &subscriptions)
                 subscriptions.append(row.autoRenew)
                 subscriptions.append(array: row.entitlements)
+                subscriptions.append(row.store.rawValue)
+                if let held = row.heldStatus { subscriptions.append(held.rawValue) } else { subscriptions.appendNull() }
             }
             for row in model.periods {
                 periods.beginRow(fields: 8)
@@ -132,14 +134,15 @@ enum ReadModelRows {
             statements.append("""
                 INSERT INTO \(unsafeRaw: target.name("subscriptions")) (environment, subscriber_id, "group", series, product_id, type, original_transaction_id,
                                            latest_transaction_id, starts_at, expires_at, grace_ends_at, revoked_at, auto_renew,
-                                           entitlements)
+                                           entitlements, store, held_status)
                 SELECT x.environment, x.subscriber_id, x."group", x.series, x.product_id, x.type, x.original_transaction_id,
                        x.latest_transaction_id, x.starts_at, x.expires_at, x.grace_ends_at, x.revoked_at, x.auto_renew,
-                       ARRAY(SELECT jsonb_array_elements_text(x.entitlements))
+                       ARRAY(SELECT jsonb_array_elements_text(x.entitlements)), x.store, x.held_status
                 FROM jsonb_to_recordset(\(PostgresJSON(data: try encoder.encode(subscriptions)))::jsonb) AS x(
                     environment text, subscriber_id text, "group" text, series text, product_id text, type text,
                     original_transaction_id text, latest_transaction_id text, starts_at timestamptz, expires_at timestamptz,
-                    grace_ends_at timestamptz, revoked_at timestamptz, auto_renew boolean, entitlements jsonb)
+                    grace_ends_at timestamptz, revoked_at timestamptz, auto_renew boolean, entitlements jsonb, store text,
+                    held_status text)
                 """)
         }
         let periods = models.flatMap { model in model.periods.map { PeriodRow(model.subscriberID, $0) } }
@@ -195,6 +198,8 @@ enum ReadModelRows {
         @ExplicitNull var revoked_at: Date?
         var auto_renew: Bool
         var entitlements: [String]
+        var store: String
+        @ExplicitNull var held_status: String?
 
         init(_ subscriberID: String, _ row: SubscriberReadModel.Subscription) {
             environment = row.environment.rawValue
@@ -211,6 +216,8 @@ enum ReadModelRows {
             revoked_at = row.revokedAt
             auto_renew = row.autoRenew
             entitlements = row.entitlements
+            store = row.store.rawValue
+            held_status = row.heldStatus?.rawValue
         }
     }
 
