@@ -40,6 +40,23 @@ SUBSCRIPTIONS = {
             "latestSuccessfulOrderId": "GPA.3383-0411-6412-45078",
         }],
     },
+    # Billing failed after the grace period: on hold since yesterday.
+    "console-play-token-0002": {
+        "kind": "androidpublisher#subscriptionPurchaseV2",
+        "regionCode": "US",
+        "startTime": iso(NOW - timedelta(days=40)),
+        "subscriptionState": "SUBSCRIPTION_STATE_ON_HOLD",
+        "latestOrderId": "GPA.3383-0411-6412-45079..1",
+        "acknowledgementState": "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED",
+        "externalAccountIdentifiers": {"obfuscatedExternalAccountId": "console-play-held"},
+        "lineItems": [{
+            "productId": "pro_monthly",
+            "expiryTime": iso(NOW - timedelta(days=1)),
+            "autoRenewingPlan": {"autoRenewEnabled": True},
+            "offerDetails": {"basePlanId": "monthly"},
+            "latestSuccessfulOrderId": "GPA.3383-0411-6412-45079..1",
+        }],
+    },
 }
 
 SUBSCRIPTION_PATH = re.compile(r"^/androidpublisher/v3/applications/[^/]+/purchases/subscriptionsv2/tokens/([^/?]+)$")

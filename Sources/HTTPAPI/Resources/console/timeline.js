@@ -5,6 +5,7 @@
 // instant (facts dated after it are left out), like the state beside it.
 
 import { fitted, formatDay, formatTime, h, s } from './dom.js';
+import { addPlayItems } from './timeline-play.js';
 
 const DAY = 86_400_000;
 const RIGHT = 18;
@@ -128,6 +129,9 @@ export function timelineModel({ state, events, reminders, at, now }) {
     }
   }
 
+  // Google Play subscriptions, from the states Google reported.
+  addPlayItems({ state, events, atTime, lane });
+
   // Consumables, non-consumables and free products known at `at`.
   for (const purchase of state.purchases || []) {
     const item = {
@@ -238,6 +242,7 @@ function drawItem(item, top, x) {
     case 'period':
     case 'term':
     case 'grace':
+    case 'held':
     case 'revoked': {
       const left = x(item.start);
       const width = Math.max(2, x(item.end) - left);
@@ -281,6 +286,7 @@ function legend() {
     entry('period', 'non-renewing period'),
     entry('term', 'auto-renewable term'),
     entry('grace', 'grace period'),
+    entry('held', 'on hold / paused (Google Play)'),
     entry('revoked', 'revoked'),
     entry('refund', 'refund'),
     entry('expiry', 'expiry'),
