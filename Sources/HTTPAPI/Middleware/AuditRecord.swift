@@ -112,17 +112,8 @@ enum AuditRecord {
         }
     }
 
-    /// The status the client gets for an error (`ErrorMiddleware` maps it).
+    /// The status the client gets for an error (`APIError.answering`, as `ErrorMiddleware` answers it).
     static func status(of error: any Error) -> Int {
-        switch error {
-        case let error as APIError: Int(error.status.code)
-        case let error as LedgerError: Int(APIError.status(of: error.kind).code)
-        case let error as ServiceError: Int(APIError(error).status.code)
-        case is WriteContention: 503
-        case let error as PostgresError where error.isDataError: 400
-        case let error as PostgresError where error.unavailability != nil: 503
-        case let error as any HTTPResponseError: Int(error.status.code)
-        default: 500
-        }
+        Int((APIError.answering(error) ?? .internalError).status.code)
     }
 }

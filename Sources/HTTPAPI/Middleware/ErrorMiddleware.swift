@@ -7,8 +7,9 @@ import Metrics
 import Postgres
 import SubledgerApp
 
-/// Turns every error into the contract's JSON body. Framework errors keep their
-/// status; anything unexpected is logged and answered 500 without detail.
+/// Turns every error into the contract's JSON body, as
+/// `APIError.answering` maps it; anything unexpected is logged and answered
+/// 500 without detail.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
     /// The configured body limit, which a 413 names.
@@ -27,54 +28,37 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
-        } catch let error as APIError {
-            return try error.response(from: request, context: context)
-        } catch let error as LedgerError {
-            return try APIError(error).response(from: request, context: context)
-        } catch let error as ServiceError {
-            return try APIError(error).response(from: request, context: context)
-        } catch let error as AppStoreAPIError {
-            logger.warning("app store server api call failed", metadata: [
-                "http.method": "\(request.method)", "http.path": "\(LogReference.path(request.uri.path))", "error": "\(error)",
-            ])
-            return try APIError(error.serviceError).response(from: request, context: context)
-        } catch let error as WriteContention {
-            unavailable[.contention]?.increment()
-            return try APIError(.serviceUnavailable, code: .contention, message: error.description, retryAfter: 1)
-                .response(from: request, context: context)
-        } catch let error as PostgresError where error.isDataError {
-            // A value the database cannot store or index: the input's fault.
-            return try APIError(.badRequest, code: .invalidField,
-                                message: "a value of the request cannot be stored (SQLSTATE \(error.sqlState?.rawValue ?? "?"))")
-                .response(from: request, context: context)
-        } catch let error as HTTPError {
-            let apiError: APIError = switch error.status {
-            case .contentTooLarge:
-                APIError.bodyTooLarge(limit: maximumBodySize)
-            case .notFound:
-                APIError(.notFound, code: .notFound, message: "no such route: \(request.method) \(request.uri.path)")
-            case .methodNotAllowed:
-                APIError(.methodNotAllowed, code: .methodNotAllowed, message: "\(request.method) is not allowed on \(request.uri.path)")
-            default:
-                APIError(error.status, code: .http(error.status.code), message: error.body ?? error.status.reasonPhrase)
+        } catch {
+            let path = request.uri.path
+            guard let answer = APIError.answering(error, method: request.method, path: path, maximumBodySize: maximumBodySize) else {
+                logger.error("request failed", metadata: [
+                    "http.method": "\(request.method)", "http.path": "\(LogReference.path(path))", "error": "\(String(reflecting: error))",
+                ])
+                return try APIError.internalError.response(from: request, context: context)
             }
-            return try apiError.response(from: request, context: context)
-        } catch let error as PostgresError where error.unavailability != nil {
-            // A limit of the database or the database away: temporary, so 503
-            // and not a server bug.
+            note(error, request)
+            return try answer.response(from: request, context: context)
+        }
+    }
+
+    /// What an answered error leaves besides its answer: a store's failure
+    /// and the database away are logged, and the database's unavailability
+    /// counted by reason.
+    private func note(_ error: any Error, _ request: Request) {
+        let route: Logger.Metadata = ["http.method": "\(request.method)", "http.path": "\(LogReference.path(request.uri.path))"]
+        switch error {
+        case is WriteContention:
+            unavailable[.contention]?.increment()
+        case let error as PostgresError where !error.isDataError && error.unavailability != nil:
             let reason = error.unavailability ?? .connectionLost
             unavailable[reason]?.increment()
-            logger.warning("database unavailable for a request", metadata: [
-                "http.method": "\(request.method)", "http.path": "\(LogReference.path(request.uri.path))", "db.unavailable": "\(reason.rawValue)",
-                "error": "\(error)",
-            ])
-            return try APIError.databaseUnavailable(reason).response(from: request, context: context)
-        } catch {
-            logger.error("request failed", metadata: [
-                "http.method": "\(request.method)", "http.path": "\(LogReference.path(request.uri.path))", "error": "\(String(reflecting: error))",
-            ])
-            return try APIError(.internalServerError, code: .internalError, message: "the server failed to answer; it has been logged")
-                .response(from: request, context: context)
+            logger.warning("database unavailable for a request", metadata: route.merging([
+                "db.unavailable": "\(reason.rawValue)", "error": "\(error)",
+            ]) { $1 })
+        case let error as any ServiceErrorConvertible:
+            logger.warning("store api call failed", metadata: route.merging(["error": "\(error)"]) { $1 })
+        default:
+            break
         }
     }
 }

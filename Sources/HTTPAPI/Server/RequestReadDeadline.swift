@@ -99,9 +99,11 @@ final class RequestReadDeadline: ChannelInboundHandler, RemovableChannelHandler 
 
     /// The whole 408, written below the HTTP encoder.
     private static let answer: ByteBuffer = {
-        let body = #"{"error":{"code":"request_timeout","message":"the request's head and body did not arrive in time"}}"#
-        return ByteBuffer(string: "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
-            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
+        let body = APIError.requestTimeout.body
+        var buffer = ByteBuffer(string: "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n")
+        buffer.writeBytes(body)
+        return buffer
     }()
 }
 

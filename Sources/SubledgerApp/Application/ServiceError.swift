@@ -27,3 +27,12 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "\(code): \(message)" }
 }
+
+/// A store integration's error that an HTTP caller of Subledger sees as a
+/// `ServiceError` (the store or its configuration at fault, not the request).
+public protocol ServiceErrorConvertible: Error {
+    var serviceError: ServiceError { get }
+}
+
+extension AppStoreAPIError: ServiceErrorConvertible {}
+extension GooglePlayAPIError: ServiceErrorConvertible {}
