@@ -53,7 +53,7 @@ extension Evaluation {
         if let details = refund?.details {
             switch details.revocationType {
             case "REFUND_PRORATED"?:
-                let share = details.revocationPercentage.map { " (\(Double($0) / 10)% refunded)" } ?? ""
+                let share = details.revocationPercentage.map { " (\(Self.percentage(milliunits: $0))% refunded)" } ?? ""
                 notes.append("prorated refund\(share)")
             case "FAMILY_REVOKE"?: notes.append("revoked: Family Sharing ended")
             case "REFUND_FULL"?: notes.append("full refund")
@@ -66,5 +66,17 @@ extension Evaluation {
             }
         }
         return notes.isEmpty ? "" : "; " + notes.joined(separator: "; ")
+    }
+
+    /// A percentage Apple gives in milliunits, as a decimal with the digits
+    /// it has: 50000 is "50", 67932 "67.932", 15 "0.015".
+    /// https://developer.apple.com/documentation/appstoreservernotifications/revocationpercentage
+    static func percentage(milliunits: Int) -> String {
+        let whole = milliunits / 1000, fraction = abs(milliunits % 1000)
+        guard fraction != 0 else { return "\(whole)" }
+        var digits = String(fraction)
+        digits = String(repeating: "0", count: 3 - digits.count) + digits
+        while digits.hasSuffix("0") { digits.removeLast() }
+        return "\(whole).\(digits)"
     }
 }

@@ -129,7 +129,7 @@ public struct AppleTransactionDetails: Sendable, Hashable, Codable {
 
 /// What Apple says about a refund or revocation: why, and how much
 /// (`revocationType` `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`;
-/// `revocationPercentage` in thousandths for a prorated refund).
+/// `revocationPercentage` in milliunits for a prorated refund: 50000 is 50%).
 /// https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload
 public struct AppleRevocationDetails: Sendable, Hashable, Codable {
     /// 0 another reason, 1 an issue with the app.

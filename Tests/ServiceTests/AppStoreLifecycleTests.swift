@@ -356,18 +356,18 @@ extension AppStoreNotificationTests {
             refunded.revocationDate = TestAppStore.date("2025-03-15T00:00:00Z")
             refunded.revocationReason = 1
             refunded.revocationType = "REFUND_PRORATED"
-            refunded.revocationPercentage = 500
+            refunded.revocationPercentage = 50000
             _ = try await app.notify(.refund, transaction: refunded, renewal: renewalInfo(autoRenew: false), signedDate: "2025-03-15T00:00:01Z")
             let state = try await app.state(alice, at: "2025-03-16T00:00:00Z")
             let store = state["storeTransactions"]?.array.first
             #expect(store?["ownershipType"]?.string == "FAMILY_SHARED", "\(state)")
             #expect(store?["offerType"]?.int == 1)
             #expect(store?["revocationType"]?.string == "REFUND_PRORATED")
-            #expect(store?["revocationPercentage"]?.int == 500)
+            #expect(store?["revocationPercentage"]?.int == 50000)
             #expect(store?["revocationReason"]?.int == 1)
             let explain = try await app.client.get("/v1/subscribers/\(alice)/explain?at=2025-03-16T00:00:00Z&environment=Sandbox").text
             #expect(explain.contains("Family Sharing"), "\(explain)")
-            #expect(explain.contains("prorated refund (50.0% refunded)"))
+            #expect(explain.contains("prorated refund (50% refunded)"))
             #expect(explain.contains("introductory offer"))
             let history = try await app.client.get("/v1/subscribers/\(alice)/history").json["events"]?.array ?? []
             #expect(history.first?["data"]?["ownershipType"]?.string == "FAMILY_SHARED")

@@ -114,7 +114,7 @@ def facts():
     record(Facts.family, {"type": "purchase", "transactionId": "console-family-1", "productId": "com.example.level2",
                           "purchaseDate": iso(days(-20)), "ownershipType": "FAMILY_SHARED", "offerType": 1})
     record(Facts.family, {"type": "refund", "transactionId": "console-family-1", "revocationDate": iso(days(-1)),
-                          "revocationType": "REFUND_PRORATED", "revocationPercentage": 250, "revocationReason": 1})
+                          "revocationType": "REFUND_PRORATED", "revocationPercentage": 25000, "revocationReason": 1})
 
     # The hostile subscriber.
     record(XSS_SUBSCRIBER, {"type": "purchase", "transactionId": "console-xss-1", "productId": "com.example.pass.30d",

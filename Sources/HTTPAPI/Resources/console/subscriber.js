@@ -217,7 +217,7 @@ function storeCard(state) {
   const refund = (row) => {
     if (!row.revocationType && row.revocationReason === undefined) return '—';
     const parts = [row.revocationType || 'refunded'];
-    if (row.revocationPercentage !== undefined) parts.push(`${row.revocationPercentage / 10}%`);
+    if (row.revocationPercentage !== undefined) parts.push(`${row.revocationPercentage / 1000}%`);  // milliunits: 50000 is 50%
     if (row.revocationReason !== undefined) parts.push(refundReasons[row.revocationReason] || `reason ${row.revocationReason}`);
     return parts.join(' · ');
   };
