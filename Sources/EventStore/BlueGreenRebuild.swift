@@ -60,19 +60,18 @@ extension EventStore {
         progress: @escaping @Sendable (Int) -> Void = { _ in }, afterLoad: @Sendable () async throws -> Void = {}
     ) async throws -> Int {
         try await pool.withConnection { connection in
-            let lock: PostgresQuery = "SELECT pg_try_advisory_lock(hashtextextended(\("rebuild:" + consumer.name), 0))"
-            guard try await connection.query(lock).first?.decode(Bool.self, at: 0) == true else {
+            guard try await connection.tryLock(.rebuild(consumer.name)) else {
                 throw RebuildAlreadyRunning(consumer: consumer.name)
             }
             do {
                 let total = try await rebuildHoldingLock(consumer, chunkSize: chunkSize, workers: workers,
                                                          catchUpBatch: catchUpBatch, progress: progress, afterLoad: afterLoad,
                                                          on: connection)
-                try await connection.query("SELECT pg_advisory_unlock(hashtextextended(\("rebuild:" + consumer.name), 0))")
+                try await connection.unlock(.rebuild(consumer.name))
                 return total
             } catch {
                 // A broken connection ends its session and the lock with it.
-                _ = try? await connection.query("SELECT pg_advisory_unlock(hashtextextended(\("rebuild:" + consumer.name), 0))")
+                try? await connection.unlock(.rebuild(consumer.name))
                 throw error
             }
         }

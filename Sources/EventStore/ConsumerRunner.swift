@@ -115,8 +115,7 @@ public struct ConsumerRunner: Service {
     /// Waits (as a standby) until this instance holds the consumer's lock.
     private func acquireLeadership(on connection: Connection) async throws -> Bool {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            let rows = try await connection.query("SELECT pg_try_advisory_lock(hashtextextended(\("consumer:" + consumer.name), 0))")
-            if try rows.first?.decode(Bool.self, at: 0) == true { return true }
+            if try await connection.tryLock(.consumer(consumer.name)) { return true }
             try await Task.sleep(for: pollInterval)
         }
         return false

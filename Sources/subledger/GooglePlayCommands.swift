@@ -52,6 +52,10 @@ extension GooglePlayCommand {
                 guard let reconciler = googlePlay.reconciler else { throw ValidationError(googlePlay.unavailable) }
                 return try await reconciler.reconcile(since: start)
             }
+            guard !report.anotherWalkRunning else {
+                print("another instance is walking Google Play's voided purchases now; nothing done")
+                return
+            }
             print("pages: \(report.pages), voided: \(report.voided), revoked: \(report.revoked), already revoked: \(report.alreadyRevoked), "
                   + "held by nobody here: \(report.notHeld), failed: \(report.failed)")
         }

@@ -214,6 +214,16 @@ import Testing
             let after = try await flow.state("ann")["subscriptions"]?.array ?? []
             #expect(after.filter { $0["status"]?.string == "revoked" }.count == 3)
             #expect(try await reconciler.reconcile(since: now - 86_400 * 2).revoked == 0, "a second walk changes nothing")
+            // One walk at a time across instances: while another session
+            // holds the walk's lock, a walk reads no page.
+            let pagesBefore = await flow.fake.calls(.voidedPurchasesList).count
+            try await flow.dependencies.pool.withConnection { other in
+                #expect(try await other.tryLock(.googlePlayVoidedWalk))
+                let skipped = try await reconciler.reconcile(since: now - 86_400 * 2)
+                #expect(skipped.anotherWalkRunning && skipped.pages == 0, "\(skipped)")
+                try await other.unlock(.googlePlayVoidedWalk)
+            }
+            #expect(await flow.fake.calls(.voidedPurchasesList).count == pagesBefore)
         }
     }
 

@@ -137,8 +137,7 @@ public struct AuditStore: Sendable {
         var total = 0
         while true {
             let deleted: Int? = try await pool.withTransaction { connection in
-                let locked = try await connection.query("SELECT pg_try_advisory_xact_lock(hashtextextended('subledger:audit-prune', 0))")
-                guard try locked.first?.decode(Bool.self, at: 0) == true else { return nil }
+                guard try await connection.tryLockForTransaction(.auditPrune) else { return nil }
                 let rows = try await connection.query("""
                     WITH doomed AS (
                         SELECT position FROM audit_entries WHERE at < \(cutoff) ORDER BY at LIMIT \(chunk)

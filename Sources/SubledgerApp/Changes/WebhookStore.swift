@@ -60,7 +60,7 @@ public struct WebhookStore: Sendable {
         let sealed = try await sealing.sealing(pool: pool).seal(secret)
         let typesJSON = PostgresJSON(data: try JSONEncoder().encode(types))
         let createdAt = try await pool.withTransaction { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('subledger webhook registration'))")
+            try await connection.lockForTransaction(.webhookRegistration)
             let count = try await connection.query("""
                 SELECT count(*) FROM webhook_endpoints WHERE id <> \(ReminderWebhook.endpointID)
                 """).first!.decode(Int.self, at: 0)

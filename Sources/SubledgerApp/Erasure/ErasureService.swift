@@ -68,9 +68,7 @@ public struct ErasureService: Sendable {
         let date = RFC3339.date(milliseconds: RFC3339.milliseconds(of: now()))
         let position: Int64 = try await pool.withTransaction { connection in
             for consumer in Self.rebuilt {
-                let free = try await connection.query(
-                    "SELECT pg_try_advisory_xact_lock(hashtextextended(\("rebuild:" + consumer), 0))").first?.decode(Bool.self, at: 0)
-                guard free == true else {
+                guard try await connection.tryLockForTransaction(.rebuild(consumer)) else {
                     throw ServiceError(.upstreamUnavailable, code: .contention,
                                        message: "a rebuild of \(consumer) is running; erase after it ends", retryAfter: .seconds(30))
                 }

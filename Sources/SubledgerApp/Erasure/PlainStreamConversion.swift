@@ -26,7 +26,7 @@ public enum PlainStreamConversion {
     public static func run(conninfo: String, batch: Int = 200, logger: Logger) async throws -> Int {
         let connection = try await Connection.connect(to: conninfo)
         defer { connection.close() }
-        try await connection.query("SELECT pg_advisory_lock(hashtextextended('subledger:plain-stream-conversion', 0))")
+        try await connection.lock(.plainStreamConversion)
         do {
             var converted = 0
             while true {
@@ -42,11 +42,11 @@ public enum PlainStreamConversion {
                 converted += streams.count
                 logger.info("subscriber streams converted to pseudonyms", metadata: ["streams.converted": "\(converted)"])
             }
-            try await connection.query("SELECT pg_advisory_unlock(hashtextextended('subledger:plain-stream-conversion', 0))")
+            try await connection.unlock(.plainStreamConversion)
             return converted
         } catch {
             // A broken connection ends its session and the lock with it.
-            _ = try? await connection.query("SELECT pg_advisory_unlock(hashtextextended('subledger:plain-stream-conversion', 0))")
+            try? await connection.unlock(.plainStreamConversion)
             throw error
         }
     }

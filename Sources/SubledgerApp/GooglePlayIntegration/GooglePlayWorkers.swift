@@ -102,6 +102,8 @@ public struct GooglePlayVoidedReconciler: Service {
         public var alreadyRevoked = 0
         public var notHeld = 0
         public var failed = 0
+        /// Another instance was walking; this one did nothing.
+        public var anotherWalkRunning = false
     }
 
     public func run() async throws {
@@ -111,9 +113,30 @@ public struct GooglePlayVoidedReconciler: Service {
         }
     }
 
-    /// One walk. `since` overrides the checkpoint (`--since`); Google keeps
-    /// 30 days of voided purchases.
+    /// One walk, unless another instance is walking (one at a time, under
+    /// an advisory lock, so a fleet spends Google's quota once). `since`
+    /// overrides the checkpoint (`--since`); Google keeps 30 days of voided
+    /// purchases.
     public func reconcile(since: Date? = nil) async throws -> Report {
+        try await pool.withConnection { connection in
+            guard try await connection.tryLock(.googlePlayVoidedWalk) else {
+                var report = Report()
+                report.anotherWalkRunning = true
+                return report
+            }
+            do {
+                let report = try await walk(since: since)
+                try await connection.unlock(.googlePlayVoidedWalk)
+                return report
+            } catch {
+                // A broken connection ends its session and the lock with it.
+                try? await connection.unlock(.googlePlayVoidedWalk)
+                throw error
+            }
+        }
+    }
+
+    private func walk(since: Date?) async throws -> Report {
         let checkpoint = try await pool.withConnection { try await GooglePlayStore.voidedSince(on: $0) }
         // Google keeps (and answers for) 30 days of voided purchases.
         let oldest = Date().addingTimeInterval(-30 * 86_400 + 300)

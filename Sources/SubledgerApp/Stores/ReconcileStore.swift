@@ -50,8 +50,7 @@ enum ReconcileStore {
     /// Tries to become the one reconciler of the fleet: a session advisory
     /// lock, held while `connection` lives.
     static func tryLeadership(on connection: Connection) async throws -> Bool {
-        let rows = try await connection.query("SELECT pg_try_advisory_lock(hashtextextended(\("appstore:reconcile"), 0))")
-        return try rows.first?.decode(Bool.self, at: 0) == true
+        try await connection.tryLock(.appStoreReconcile)
     }
 
     /// A round trip on the leader's connection, so a lost session (and lock) is noticed.
