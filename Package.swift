@@ -103,8 +103,9 @@ let package = Package(
         .executableTarget(
             name: "subledger",
             dependencies: [
-                "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "JSON", "Ledger",
+                "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "JSON", "Ledger", "AppStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // The bench mounts its floor routes (BenchFloorRoutes.swift) itself.
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -57,9 +57,4 @@ actor RequestPacer {
         next[key] = max(next[key] ?? until, until)
         pausedUntil[key] = max(pausedUntil[key] ?? until, until)
     }
-
-    /// When the next caller of `endpoint` would start (tests).
-    func nextSlot(_ endpoint: AppStoreAPIEndpoint, _ environment: Ledger.Environment) -> ContinuousClock.Instant? {
-        next[Key(endpoint: endpoint, environment: environment)]
-    }
 }
