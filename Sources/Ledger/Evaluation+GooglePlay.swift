@@ -190,7 +190,8 @@ extension Evaluation {
             if play.product.type == .autoRenewable {
                 subscriptions.append(AutoRenewable(
                     latest: transaction, group: play.product.group, status: play.status, end: play.end, graceEnd: play.graceEnd,
-                    autoRenew: play.autoRenew, expiredByStore: nil, positions: play.positions, playReason: play.reason))
+                    autoRenew: play.autoRenew, expiredByStore: nil, positions: play.positions, playReason: play.reason,
+                    playState: latest.state))
             } else if play.status == .active || play.status == .revoked {
                 transactions.append(transaction)
             }

@@ -39,6 +39,8 @@ struct Evaluation {
         var positions: [Int64]
         /// A Google Play subscription's reason, in words, for `explain`.
         var playReason: String? = nil
+        /// A Google Play subscription's state that speaks for the instant.
+        var playState: GooglePlayPurchase.State? = nil
     }
 
     struct Dated { var date: Date; var position: Int64 }

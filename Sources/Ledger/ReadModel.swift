@@ -124,9 +124,7 @@ extension SubscriberLedger {
                     expiresAt: subscription.end, graceEndsAt: subscription.graceEnd, revokedAt: latest.revokedAt,
                     autoRenew: subscription.autoRenew, entitlements: catalog.product(id: latest.fact.productID)?.entitlements ?? [],
                     store: latest.fact.store)
-                if latest.fact.store == .googlePlay {
-                    playStatusInputs(of: subscription, into: &row, environment: environment)
-                }
+                if latest.fact.store == .googlePlay { Self.playStatusInputs(of: subscription, into: &row) }
                 model.subscriptions.append(row)
             }
             for group in known.nonRenewingGroups {
@@ -163,15 +161,12 @@ extension SubscriberLedger {
     /// its end on), and one whose latest fetched state is in its grace
     /// period is in grace until its end (Google counts the grace period
     /// inside `expiryTime`).
-    fileprivate func playStatusInputs(of subscription: Evaluation.AutoRenewable, into row: inout SubscriberReadModel.Subscription,
-                                      environment: Environment) {
+    fileprivate static func playStatusInputs(of subscription: Evaluation.AutoRenewable, into row: inout SubscriberReadModel.Subscription) {
         switch subscription.status {
         case .onHold, .paused, .pending: row.heldStatus = subscription.status
         default: break
         }
-        let states = (playPurchases[subscription.latest.fact.originalTransactionID] ?? []).filter { $0.value.environment == environment }
-        if subscription.status == .expired,
-           states.max(by: { ($0.date, $0.position) < ($1.date, $1.position) })?.value.state == .inGracePeriod {
+        if subscription.status == .expired, subscription.playState == .inGracePeriod {
             row.graceEndsAt = subscription.end
         }
     }

@@ -22,41 +22,35 @@ def iso(instant):
     return instant.strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
+def subscription(state, subscriber, order, started, expires, acknowledged):
+    """A pro_monthly:monthly SubscriptionPurchaseV2 as Google shapes it."""
+    return {
+        "kind": "androidpublisher#subscriptionPurchaseV2",
+        "regionCode": "US",
+        "startTime": iso(started),
+        "subscriptionState": state,
+        "latestOrderId": order,
+        "acknowledgementState": "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED" if acknowledged else "ACKNOWLEDGEMENT_STATE_PENDING",
+        "externalAccountIdentifiers": {"obfuscatedExternalAccountId": subscriber},
+        "lineItems": [{
+            "productId": "pro_monthly",
+            "expiryTime": iso(expires),
+            "autoRenewingPlan": {"autoRenewEnabled": True},
+            "offerDetails": {"basePlanId": "monthly"},
+            "latestSuccessfulOrderId": order,
+        }],
+    }
+
+
 # purchase token -> SubscriptionPurchaseV2
 SUBSCRIPTIONS = {
-    "console-play-token-0001": {
-        "kind": "androidpublisher#subscriptionPurchaseV2",
-        "regionCode": "US",
-        "startTime": iso(NOW - timedelta(days=2)),
-        "subscriptionState": "SUBSCRIPTION_STATE_ACTIVE",
-        "latestOrderId": "GPA.3383-0411-6412-45078",
-        "acknowledgementState": "ACKNOWLEDGEMENT_STATE_PENDING",
-        "externalAccountIdentifiers": {"obfuscatedExternalAccountId": "console-play"},
-        "lineItems": [{
-            "productId": "pro_monthly",
-            "expiryTime": iso(NOW + timedelta(days=28)),
-            "autoRenewingPlan": {"autoRenewEnabled": True},
-            "offerDetails": {"basePlanId": "monthly"},
-            "latestSuccessfulOrderId": "GPA.3383-0411-6412-45078",
-        }],
-    },
+    "console-play-token-0001": subscription(
+        "SUBSCRIPTION_STATE_ACTIVE", "console-play", "GPA.3383-0411-6412-45078",
+        started=NOW - timedelta(days=2), expires=NOW + timedelta(days=28), acknowledged=False),
     # Billing failed after the grace period: on hold since yesterday.
-    "console-play-token-0002": {
-        "kind": "androidpublisher#subscriptionPurchaseV2",
-        "regionCode": "US",
-        "startTime": iso(NOW - timedelta(days=40)),
-        "subscriptionState": "SUBSCRIPTION_STATE_ON_HOLD",
-        "latestOrderId": "GPA.3383-0411-6412-45079..1",
-        "acknowledgementState": "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED",
-        "externalAccountIdentifiers": {"obfuscatedExternalAccountId": "console-play-held"},
-        "lineItems": [{
-            "productId": "pro_monthly",
-            "expiryTime": iso(NOW - timedelta(days=1)),
-            "autoRenewingPlan": {"autoRenewEnabled": True},
-            "offerDetails": {"basePlanId": "monthly"},
-            "latestSuccessfulOrderId": "GPA.3383-0411-6412-45079..1",
-        }],
-    },
+    "console-play-token-0002": subscription(
+        "SUBSCRIPTION_STATE_ON_HOLD", "console-play-held", "GPA.3383-0411-6412-45079..1",
+        started=NOW - timedelta(days=40), expires=NOW - timedelta(days=1), acknowledged=True),
 }
 
 SUBSCRIPTION_PATH = re.compile(r"^/androidpublisher/v3/applications/[^/]+/purchases/subscriptionsv2/tokens/([^/?]+)$")

@@ -33,12 +33,12 @@ extension APIError {
             // and not a server bug.
             return .databaseUnavailable(error.unavailability ?? .connectionLost)
         case let error as HTTPError:
-            let route = "\(method.map { "\($0)" } ?? "") \(path)"
+            let method = method.map { "\($0)" }
             return switch error.status {
             case .contentTooLarge: .bodyTooLarge(limit: maximumBodySize)
-            case .notFound: APIError(.notFound, code: .notFound, message: "no such route: \(route)")
+            case .notFound: APIError(.notFound, code: .notFound, message: "no such route: \(method ?? "") \(path)")
             case .methodNotAllowed:
-                APIError(.methodNotAllowed, code: .methodNotAllowed, message: "\(method.map { "\($0)" } ?? "the method") is not allowed on \(path)")
+                APIError(.methodNotAllowed, code: .methodNotAllowed, message: "\(method ?? "the method") is not allowed on \(path)")
             default: APIError(error.status, code: .http(error.status.code), message: error.body ?? error.status.reasonPhrase)
             }
         case let error as any HTTPResponseError:

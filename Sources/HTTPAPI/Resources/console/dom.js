@@ -58,6 +58,12 @@ export function replace(element, ...children) {
 }
 
 /** "2026-11-01 10:00:00 UTC" from an RFC 3339 instant; a dash for none. */
+/** Milliseconds since the epoch of an RFC 3339 instant; null if it is not one. */
+export function ms(iso) {
+  const value = Date.parse(iso);
+  return Number.isNaN(value) ? null : value;
+}
+
 export function formatTime(iso) {
   if (!iso) return '—';
   const date = new Date(iso);

@@ -8,7 +8,7 @@
 // and revoked from then on; a purchase that replaced another (upgrade,
 // downgrade, resubscribe) says so with a transfer mark.
 
-import { formatTime } from './dom.js';
+import { formatTime, ms } from './dom.js';
 
 const GRANTING = ['SUBSCRIPTION_STATE_ACTIVE', 'SUBSCRIPTION_STATE_CANCELED'];
 const HELD = {
@@ -17,11 +17,6 @@ const HELD = {
   SUBSCRIPTION_STATE_PENDING: 'pending',
   SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED: 'pending, canceled',
 };
-
-function ms(iso) {
-  const value = Date.parse(iso);
-  return Number.isNaN(value) ? null : value;
-}
 
 function shortToken(token) {
   return token.length > 14 ? `${token.slice(0, 12)}…` : token;

@@ -4,7 +4,7 @@
 // now-line and an as-of line. What is drawn is what was known at the as-of
 // instant (facts dated after it are left out), like the state beside it.
 
-import { fitted, formatDay, formatTime, h, s } from './dom.js';
+import { fitted, formatDay, formatTime, h, ms, s } from './dom.js';
 import { addPlayItems } from './timeline-play.js';
 
 const DAY = 86_400_000;
@@ -15,11 +15,6 @@ const AXIS = 30;
 
 const ONE_TIME_LANE = 'One-time purchases';
 const REMINDER_LANE = 'Reminders';
-
-function ms(iso) {
-  const value = Date.parse(iso);
-  return Number.isNaN(value) ? null : value;
-}
 
 /** Lanes and items from the state, history and reminders at `at`. */
 export function timelineModel({ state, events, reminders, at, now }) {
