@@ -304,6 +304,12 @@ extension ReminderFixture {
         var settings = ChangeDispatcher.Settings()
         settings.firstRetry = firstRetry
         settings.pollInterval = .milliseconds(200)
+        // These tests hold the claim and the receiver to account, not the
+        // timeout: a receiver that answers after the timeout counts as failed
+        // and is sent again (at least once, as documented), which a run
+        // starved by the other suites reached after 10 s (62 of 60 accepted).
+        settings.requestTimeout = .seconds(90)
+        settings.lease = .seconds(180)
         return ChangeDispatcher(pool: dependencies.pool, conninfo: conninfo, settings: settings)
     }
 

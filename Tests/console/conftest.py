@@ -23,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -179,7 +180,9 @@ class Console:
         self.driver = driver
 
     def wait(self, seconds=15):
-        return WebDriverWait(self.driver, seconds)
+        # The page re-renders while a wait polls it: an element found a moment
+        # ago may be gone by the time its text is read; look again.
+        return WebDriverWait(self.driver, seconds, ignored_exceptions=(StaleElementReferenceException,))
 
     def find(self, css):
         return self.driver.find_element(By.CSS_SELECTOR, css)
