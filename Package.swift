@@ -103,7 +103,9 @@ let package = Package(
         .executableTarget(
             name: "subledger",
             dependencies: [
-                "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "JSON", "Ledger", "AppStore",
+                "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "JSON", "Ledger", "AppStore", "GooglePlay",
+                // The Google Play bench pushes through the fake Google (BenchGooglePlay.swift).
+                "GooglePlayTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // The bench mounts its floor routes (BenchFloorRoutes.swift) itself.
@@ -146,6 +148,8 @@ let package = Package(
             name: "GooglePlayTesting",
             dependencies: [
                 "GooglePlay", "Ledger", "JSON",
+                // FakeGoogle answers Hummingbird requests (tests and `subledger bench` serve it).
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]

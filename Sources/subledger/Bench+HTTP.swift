@@ -96,7 +96,8 @@ extension Bench {
     }
 
     func startService(conninfo: String, logger: Logger,
-                      configure: (inout SubledgerConfiguration) -> Void = { _ in }) async throws -> BenchService {
+                      configure: (inout SubledgerConfiguration) -> Void = { _ in },
+                      prepare: (inout AppDependencies) -> Void = { _ in }) async throws -> BenchService {
         var configuration = SubledgerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = Int.random(in: 30_000...60_000)
@@ -106,7 +107,7 @@ extension Bench {
         configure(&configuration)
         let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: writers,
                                                                    sessionTimeouts: configuration.sessionTimeouts), logger: logger)
-        let catalogJSON = Data(#"{"version": 1, "products": [{"id": "com.example.pass.30d", "type": "non-renewing", "duration": "P30D", "group": "pass", "entitlements": ["pro"], "reminders": ["P7D", "P1D", "P0D"]}]}"#.utf8)
+        let catalogJSON = Data(#"{"version": 1, "products": [{"id": "com.example.pass.30d", "type": "non-renewing", "duration": "P30D", "group": "pass", "entitlements": ["pro"], "reminders": ["P7D", "P1D", "P0D"]}, {"id": "pro_monthly", "store": "google_play", "type": "auto-renewable", "group": "pro", "entitlements": ["pro"]}]}"#.utf8)
         let catalog = CatalogSource(catalog: try Catalog.decode(from: catalogJSON), modified: Date(), raw: catalogJSON)
         var quiet = logger
         quiet.logLevel = .error
@@ -119,6 +120,7 @@ extension Bench {
                                                  maximumConnections: writers, sessionTimeouts: configuration.sessionTimeouts),
                 primary: pool, logger: logger)
         }
+        prepare(&dependencies)
         // The bench mounts its floor routes beside the API's; `serve` never does.
         let router = buildRouter(AppComponents(dependencies))
         addFloorRoutes(to: router, pool: pool, keys: configuration.apiKeys)

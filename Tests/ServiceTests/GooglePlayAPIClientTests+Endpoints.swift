@@ -14,7 +14,7 @@ extension GooglePlayAPIClientTests {
     /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.subscriptionsv2/get
     @Test func subscriptionsV2GetEncodesTheTokenAsOneSegment() async throws {
         try await withGooglePlayAPI { api in
-            await api.fake.putSubscription(GooglePlaySamples.subscriptionPurchaseV2(acknowledgementState: "ACKNOWLEDGEMENT_STATE_PENDING",
+            api.fake.putSubscription(GooglePlaySamples.subscriptionPurchaseV2(acknowledgementState: "ACKNOWLEDGEMENT_STATE_PENDING",
                                                                                     obfuscatedExternalAccountID: "subscriber-42"),
                                            token: PlayTokens.awkward)
             let fetched = try await api.client.fetchSubscription(token: PlayTokens.awkward, observedAt: GooglePlaySamples.eventTime)
@@ -113,7 +113,7 @@ extension GooglePlayAPIClientTests {
 
     @Test func anAnswerGoogleDoesNotDocumentIsInvalid() async throws {
         try await withGooglePlayAPI { api in
-            await api.fake.putSubscription(.object(["kind": .string("androidpublisher#subscriptionPurchaseV2")]), token: Self.token)
+            api.fake.putSubscription(.object(["kind": .string("androidpublisher#subscriptionPurchaseV2")]), token: Self.token)
             let error = await googlePlayFailure { () async throws(GooglePlayAPIError) in try await Self.fetch(api.client) }
             #expect(error?.kind == .invalidAnswer)
             #expect(error?.message.contains("subscriptionState") == true)

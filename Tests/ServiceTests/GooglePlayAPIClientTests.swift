@@ -15,7 +15,7 @@ import Testing
 
     static func putSubscription(_ api: GooglePlayAPITest, token: String = token, state: GooglePlayPurchase.State = .active,
                                 acknowledgement: String = "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED") async {
-        await api.fake.putSubscription(GooglePlaySamples.subscriptionPurchaseV2(state: state, acknowledgementState: acknowledgement),
+        api.fake.putSubscription(GooglePlaySamples.subscriptionPurchaseV2(state: state, acknowledgementState: acknowledgement),
                                        token: token)
     }
 

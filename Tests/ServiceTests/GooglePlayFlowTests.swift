@@ -88,7 +88,7 @@ import Testing
         try await withFlow { flow in
             let now = Date()
             let start = now - 86_400, paid = now + 29 * 86_400
-            await flow.fake.putSubscription(Self.subscription(.active, start: start, expiry: paid), token: "tok-1")
+            flow.fake.putSubscription(Self.subscription(.active, start: start, expiry: paid), token: "tok-1")
             let bought = try await flow.push(.subscription(.purchased, purchaseToken: "tok-1"), messageID: "m1", eventTime: start)
             #expect(bought.json["status"]?.string == "applied", "\(bought.text)")
             #expect(bought.json["subscriberId"]?.string == "ann")
@@ -96,15 +96,15 @@ import Testing
             let shown = try #require(try await flow.playSubscription("ann"))
             #expect(shown["originalTransactionId"]?.string == "tok-1" && shown["productId"]?.string == "pro_monthly")
             // Renewed: a new order and a later expiry.
-            await flow.fake.putSubscription(Self.subscription(.active, start: start, expiry: paid + 30 * 86_400,
+            flow.fake.putSubscription(Self.subscription(.active, start: start, expiry: paid + 30 * 86_400,
                                                               order: "GPA.1111-2222-3333-44444..0"), token: "tok-1")
             _ = try await flow.push(.subscription(.renewed, purchaseToken: "tok-1"), messageID: "m2", eventTime: now)
             #expect(try await flow.entitled("ann", at: paid + 86_400))
             // Billing fails: grace, then hold, then recovery.
-            await flow.fake.putSubscription(Self.subscription(.inGracePeriod, start: start, expiry: now + 3 * 86_400), token: "tok-1")
+            flow.fake.putSubscription(Self.subscription(.inGracePeriod, start: start, expiry: now + 3 * 86_400), token: "tok-1")
             _ = try await flow.push(.subscription(.inGracePeriod, purchaseToken: "tok-1"), messageID: "m3", eventTime: now + 1)
             #expect(try await flow.playSubscription("ann")?["status"]?.string == "grace")
-            await flow.fake.putSubscription(Self.subscription(.onHold, start: start, expiry: now + 2), token: "tok-1")
+            flow.fake.putSubscription(Self.subscription(.onHold, start: start, expiry: now + 2), token: "tok-1")
             _ = try await flow.push(.subscription(.onHold, purchaseToken: "tok-1"), messageID: "m4", eventTime: now + 2)
             #expect(try await flow.playSubscription("ann")?["status"]?.string == "on_hold")
             #expect(try await !flow.entitled("ann"))
@@ -114,7 +114,7 @@ import Testing
                 .json["subscriptions"]?.array ?? []
             #expect(held.map { $0["originalTransactionId"]?.string } == ["tok-1"] && held.first?["store"]?.string == "google_play",
                     "\(held)")
-            await flow.fake.putSubscription(Self.subscription(.active, start: start, expiry: now + 31 * 86_400, order: "GPA.1111-2222-3333-44444..1"),
+            flow.fake.putSubscription(Self.subscription(.active, start: start, expiry: now + 31 * 86_400, order: "GPA.1111-2222-3333-44444..1"),
                                             token: "tok-1")
             _ = try await flow.push(.subscription(.recovered, purchaseToken: "tok-1"), messageID: "m5", eventTime: now + 3)
             #expect(try await flow.entitled("ann"))
@@ -128,7 +128,7 @@ import Testing
     @Test func aRepeatedMessageRecordsNothingNewAndAPlayFailureIs503ThenTheRetryRecordsIt() async throws {
         try await withFlow { flow in
             let now = Date()
-            await flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 86_400), token: "tok-2")
+            flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 86_400), token: "tok-2")
             // The client's own retries (two attempts here) all fail.
             await flow.fake.failNext(.subscriptionsV2Get, 2, status: 503)
             let failed = try await flow.push(.subscription(.purchased, purchaseToken: "tok-2"), messageID: "m10")
@@ -147,7 +147,7 @@ import Testing
     @Test func aPendingAcknowledgementIsMadeAndRetriedAfterGoogleFailsOnce() async throws {
         try await withFlow { flow in
             let now = Date()
-            await flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 86_400, acknowledged: false),
+            flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 86_400, acknowledged: false),
                                             token: "tok-3")
             _ = try await flow.push(.subscription(.purchased, purchaseToken: "tok-3"), messageID: "m20")
             let acknowledger = try #require(flow.integration.acknowledger)
@@ -166,13 +166,35 @@ import Testing
         }
     }
 
+    /// A backlog larger than a batch is drained in one go, not one batch per
+    /// interval; a round Google fails stops the draining until the next.
+    @Test func theAcknowledgerDrainsABacklogBatchAfterBatchAndStopsAtAFailure() async throws {
+        try await withFlow { flow in
+            let now = Date()
+            for index in 0..<7 {
+                flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 86_400, order: "GPA.7-\(index)",
+                                                            subscriber: "backlog-\(index)", acknowledged: false), token: "tok-b\(index)")
+                let pushed = try await flow.push(.subscription(.purchased, purchaseToken: "tok-b\(index)"), messageID: "mb\(index)")
+                #expect(pushed.json["status"]?.string == "applied", "\(pushed.text)")
+            }
+            var acknowledger = try #require(flow.integration.acknowledger)
+            acknowledger.batchSize = 3
+            #expect(try await acknowledger.acknowledgeBacklog() == 7, "three batches in one call")
+            #expect(await flow.fake.callCount(.subscriptionsAcknowledge) == 7)
+            try await flow.dependencies.pool.query("UPDATE googleplay_acknowledgements SET status = 'pending', next_attempt_at = now()")
+            // The first purchase of the first batch fails (both of the client's attempts).
+            await flow.fake.failNext(.subscriptionsAcknowledge, 2, status: 500)
+            #expect(try await acknowledger.acknowledgeBacklog() == 2, "the first batch had a failure: no second batch")
+        }
+    }
+
     @Test func anUpgradeThroughTheLinkedTokenBelongsToTheOldOwnerAndReplacesIt() async throws {
         try await withFlow { flow in
             let now = Date()
-            await flow.fake.putSubscription(Self.subscription(.active, start: now - 10 * 86_400, expiry: now + 20 * 86_400), token: "old")
+            flow.fake.putSubscription(Self.subscription(.active, start: now - 10 * 86_400, expiry: now + 20 * 86_400), token: "old")
             _ = try await flow.push(.subscription(.purchased, purchaseToken: "old"), messageID: "m30", eventTime: now - 10 * 86_400)
             // The new purchase names no account: its linked token's holder gets it.
-            await flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 365 * 86_400, order: "GPA.9-9-9",
+            flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 365 * 86_400, order: "GPA.9-9-9",
                                                               basePlan: "yearly", subscriber: nil, linked: "old"), token: "new")
             let upgraded = try await flow.push(.subscription(.purchased, purchaseToken: "new"), messageID: "m31")
             #expect(upgraded.json["subscriberId"]?.string == "ann", "\(upgraded.text)")
@@ -191,7 +213,7 @@ import Testing
         try await withFlow { flow in
             let now = Date()
             for token in ["tok-v1", "tok-v2", "tok-v3"] {
-                await flow.fake.putSubscription(Self.subscription(.active, start: now - 5 * 86_400, expiry: now + 25 * 86_400), token: token)
+                flow.fake.putSubscription(Self.subscription(.active, start: now - 5 * 86_400, expiry: now + 25 * 86_400), token: token)
                 _ = try await flow.push(.subscription(.purchased, purchaseToken: token), messageID: "m-\(token)", eventTime: now - 5 * 86_400)
             }
             let voided = try await flow.push(.voidedPurchase(purchaseToken: "tok-v1"), messageID: "m40", eventTime: now - 86_400)
@@ -236,7 +258,7 @@ import Testing
             #expect(product.json["status"]?.string == "applied", "\(product.text)")
             #expect(try await flow.entitled("ann", "level2"))
             // A licence tester's purchase is Sandbox: not in the Production view.
-            await flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 86_400, subscriber: "bob", test: true),
+            flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 86_400, subscriber: "bob", test: true),
                                             token: "tok-t")
             _ = try await flow.push(.subscription(.purchased, purchaseToken: "tok-t"), messageID: "m51")
             #expect(try await !flow.entitled("bob"))
@@ -245,7 +267,7 @@ import Testing
             let apple = try await flow.client.post("/v1/subscribers/ann/events", purchaseJSON(
                 "2000000001", product: "com.example.pro.monthly", at: RFC3339.format(now - 60), expires: RFC3339.format(now + 86_400)))
             #expect(apple.status == .created, "\(apple.text)")
-            await flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 40 * 86_400), token: "tok-both")
+            flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 40 * 86_400), token: "tok-both")
             _ = try await flow.push(.subscription(.purchased, purchaseToken: "tok-both"), messageID: "m52")
             let stores = Set((try await flow.state("ann")["subscriptions"]?.array ?? []).compactMap { $0["store"]?.string })
             #expect(stores == ["app_store", "google_play"])
@@ -256,7 +278,7 @@ import Testing
     @Test func linkingRecordsFetchesAndAcknowledgesAndAnUnattributedPushWaitsForIt() async throws {
         try await withFlow { flow in
             let now = Date()
-            await flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 86_400, subscriber: nil, acknowledged: false),
+            flow.fake.putSubscription(Self.subscription(.active, start: now - 60, expiry: now + 86_400, subscriber: nil, acknowledged: false),
                                             token: "tok-l")
             let unattributed = try await flow.push(.subscription(.purchased, purchaseToken: "tok-l"), messageID: "m60")
             #expect(unattributed.json["status"]?.string == "unattributed", "\(unattributed.text)")
@@ -278,7 +300,7 @@ import Testing
     @Test func playSubscriptionsGetRemindersAndChanges() async throws {
         try await withFlow { flow in
             let now = Date()
-            await flow.fake.putSubscription(Self.subscription(.canceled, start: now - 60, expiry: now + 10 * 86_400, autoRenew: false),
+            flow.fake.putSubscription(Self.subscription(.canceled, start: now - 60, expiry: now + 10 * 86_400, autoRenew: false),
                                             token: "tok-r")
             _ = try await flow.push(.subscription(.canceled, purchaseToken: "tok-r"), messageID: "m70")
             try await flow.dependencies.project(ReminderProjection(store: flow.dependencies.store, catalog: flow.dependencies.catalog.catalog))

@@ -30,13 +30,28 @@ public struct GooglePlayAcknowledger: Service {
 
     public func run() async throws {
         await repeatRounds(every: interval, logger: logger, failure: "google play acknowledgements failed") {
-            _ = try await acknowledgeDue()
+            try await acknowledgeBacklog()
+        }
+    }
+
+    /// Rounds one after another while each finds a full batch and Google
+    /// accepts all of it (a launch day's purchases are not left to one batch
+    /// per interval); a round with a failure waits for the next interval.
+    @discardableResult
+    public func acknowledgeBacklog() async throws -> Int {
+        var total = 0
+        while true {
+            let (claimed, accepted) = try await round()
+            total += accepted
+            guard claimed == batchSize, accepted == claimed, !Task.isCancelled else { return total }
         }
     }
 
     /// One round: acknowledges what is due; how many Google accepted.
     @discardableResult
-    public func acknowledgeDue() async throws -> Int {
+    public func acknowledgeDue() async throws -> Int { try await round().accepted }
+
+    private func round() async throws -> (claimed: Int, accepted: Int) {
         let due = try await pool.withConnection { try await GooglePlayStore.claimDue(limit: batchSize, lease: lease, on: $0) }
         var accepted = 0
         for item in due {
@@ -63,7 +78,7 @@ public struct GooglePlayAcknowledger: Service {
                 ])
             }
         }
-        return accepted
+        return (due.count, accepted)
     }
 
     /// `subledger_googleplay_acknowledgements_total{outcome}`.

@@ -1,9 +1,9 @@
 import Foundation
 import GooglePlay
-import GooglePlayTesting
 import JSON
+import Synchronization
 
-/// A stand-in for Google on loopback, for the app's tests: the OAuth token
+/// A stand-in for Google on loopback, for the app's tests and the bench: the OAuth token
 /// endpoint of a service account, the Play Developer API's purchase
 /// methods over an in-memory store, and the JWKS of push tokens. It checks
 /// what Google checks and answers in Google's shapes, so a test of the app
@@ -27,34 +27,34 @@ import JSON
 /// A test can make the next requests of a route fail (`failNext`), slow a
 /// route down (`setDelay`), revoke every issued token, and read what each
 /// route received and how many requests it held at once.
-actor FakeGoogle {
-    enum Route: String, CaseIterable, Sendable {
+public actor FakeGoogle {
+    public enum Route: String, CaseIterable, Sendable {
         case token, certs, subscriptionsV2Get, productsGet, subscriptionsAcknowledge, productsAcknowledge, voidedPurchasesList
 
-        var isPlayAPI: Bool { self != .token && self != .certs }
+        public var isPlayAPI: Bool { self != .token && self != .certs }
     }
 
     /// A request as it arrived: the raw path shows its percent-encoding.
-    struct Received: Sendable {
-        var route: Route
-        var method: String
-        var rawPath: String
+    public struct Received: Sendable {
+        public var route: Route
+        public var method: String
+        public var rawPath: String
         /// The path parameters, decoded (`packageName`, `productId`/`subscriptionId`, `token`).
-        var parameters: [String: String]
-        var query: [String: String]
-        var body: Data
-        var contentType: String?
-        var authorization: String?
-        var at: Date
+        public var parameters: [String: String]
+        public var query: [String: String]
+        public var body: Data
+        public var contentType: String?
+        public var authorization: String?
+        public var at: Date
     }
 
     /// An answer a test injects in place of the route's own.
-    struct Failure: Sendable {
+    public struct Failure: Sendable {
         var status: Int
         var retryAfter: String?
     }
 
-    struct VoidedItem: Sendable {
+    public struct VoidedItem: Sendable {
         var json: JSONValue
         var isSubscription: Bool
     }
@@ -66,19 +66,21 @@ actor FakeGoogle {
         var startTime: Date
     }
 
-    static let voidedRetention: TimeInterval = 30 * 86_400
+    public static let voidedRetention: TimeInterval = 30 * 86_400
 
-    let serviceAccount: FakeServiceAccount
-    let identity: FakeGoogleIdentity?
-    let packageName: String
-    private(set) var baseURL = ""
-    var tokenURI: String { baseURL + "/token" }
+    public let serviceAccount: FakeServiceAccount
+    public let identity: FakeGoogleIdentity?
+    public let packageName: String
+    public private(set) var baseURL = ""
+    public var tokenURI: String { baseURL + "/token" }
 
     /// `expires_in` of the access tokens issued from now on.
-    private(set) var accessTokenLifetime = 3599
+    public private(set) var accessTokenLifetime = 3599
     private var accessTokens: [String: Date] = [:]
-    private(set) var issuedTokens = 0
-    private var subscriptions: [String: JSONValue] = [:]
+    public private(set) var issuedTokens = 0
+    /// Behind a lock rather than the actor, so a load generator on a thread
+    /// of its own can put purchases without awaiting.
+    private let subscriptions = Mutex<[String: JSONValue]>([:])
     /// productId → token → `ProductPurchase`.
     private var products: [String: [String: JSONValue]] = [:]
     private var voided: [VoidedItem] = []
@@ -89,9 +91,9 @@ actor FakeGoogle {
     private var acknowledgements: [String: Int] = [:]
     private var playAPIInFlight = 0
     /// The most Play API requests held at once.
-    private(set) var highestPlayAPIConcurrency = 0
+    public private(set) var highestPlayAPIConcurrency = 0
 
-    init(serviceAccount: FakeServiceAccount, identity: FakeGoogleIdentity? = nil, packageName: String = GooglePlaySamples.packageName) {
+    public init(serviceAccount: FakeServiceAccount, identity: FakeGoogleIdentity? = nil, packageName: String = GooglePlaySamples.packageName) {
         self.serviceAccount = serviceAccount
         self.identity = identity
         self.packageName = packageName
@@ -99,40 +101,40 @@ actor FakeGoogle {
 
     // MARK: What a test sets
 
-    func setBaseURL(_ url: String) { baseURL = url }
-    func setAccessTokenLifetime(_ seconds: Int) { accessTokenLifetime = seconds }
+    public func setBaseURL(_ url: String) { baseURL = url }
+    public func setAccessTokenLifetime(_ seconds: Int) { accessTokenLifetime = seconds }
     /// Every issued token stops working, as when Google revokes them.
-    func revokeAccessTokens() { accessTokens.removeAll() }
-    func putSubscription(_ json: JSONValue, token: String) { subscriptions[token] = json }
-    func putProduct(_ json: JSONValue, productID: String, token: String) { products[productID, default: [:]][token] = json }
+    public func revokeAccessTokens() { accessTokens.removeAll() }
+    public nonisolated func putSubscription(_ json: JSONValue, token: String) { subscriptions.withLock { $0[token] = json } }
+    public func putProduct(_ json: JSONValue, productID: String, token: String) { products[productID, default: [:]][token] = json }
     /// A voided purchase (or any item, a malformed one too) at the end of the list.
-    func addVoided(_ json: JSONValue, isSubscription: Bool = false) { voided.append(VoidedItem(json: json, isSubscription: isSubscription)) }
+    public func addVoided(_ json: JSONValue, isSubscription: Bool = false) { voided.append(VoidedItem(json: json, isSubscription: isSubscription)) }
     /// The next `count` requests of `route` are answered `status` (with `Retry-After`).
-    func failNext(_ route: Route, _ count: Int = 1, status: Int, retryAfter: String? = nil) {
+    public func failNext(_ route: Route, _ count: Int = 1, status: Int, retryAfter: String? = nil) {
         failures[route, default: []] += Array(repeating: Failure(status: status, retryAfter: retryAfter), count: count)
     }
 
-    func setDelay(_ route: Route, _ delay: Duration) { delays[route] = delay }
+    public func setDelay(_ route: Route, _ delay: Duration) { delays[route] = delay }
 
     // MARK: What a test reads
 
-    func calls(_ route: Route) -> [Received] { received[route] ?? [] }
-    func callCount(_ route: Route) -> Int { received[route]?.count ?? 0 }
-    func subscription(token: String) -> JSONValue? { subscriptions[token] }
-    func product(productID: String, token: String) -> JSONValue? { products[productID]?[token] }
+    public func calls(_ route: Route) -> [Received] { received[route] ?? [] }
+    public func callCount(_ route: Route) -> Int { received[route]?.count ?? 0 }
+    public nonisolated func subscription(token: String) -> JSONValue? { subscriptions.withLock { $0[token] } }
+    public func product(productID: String, token: String) -> JSONValue? { products[productID]?[token] }
     /// Successful acknowledgements of `token`.
-    func acknowledgementCount(token: String) -> Int { acknowledgements[token] ?? 0 }
+    public func acknowledgementCount(token: String) -> Int { acknowledgements[token] ?? 0 }
 
     // MARK: Answering
 
-    struct Answer: Sendable {
-        var status: Int
-        var body: Data
-        var headers: [String: String] = [:]
+    public struct Answer: Sendable {
+        public var status: Int
+        public var body: Data
+        public var headers: [String: String] = [:]
     }
 
     /// Answers one request; `rawPath` without its query.
-    func answer(method: String, rawPath: String, query: [String: String], body: Data, contentType: String?,
+    public func answer(method: String, rawPath: String, query: [String: String], body: Data, contentType: String?,
                 authorization: String?) async -> Answer {
         guard let (route, parameters) = Self.route(method: method, rawPath: rawPath) else {
             return Self.googleError(404, "NOT_FOUND", "The requested URL \(rawPath) was not found on this server.", reason: "notFound")
@@ -203,18 +205,22 @@ actor FakeGoogle {
         let token = parameters["token"] ?? ""
         switch route {
         case .subscriptionsV2Get:
-            guard let purchase = subscriptions[token] else { return Self.purchaseNotFound }
+            guard let purchase = subscription(token: token) else { return Self.purchaseNotFound }
             return Answer(status: 200, body: CanonicalJSON.encode(purchase))
         case .productsGet:
             guard let purchase = products[parameters["productId"] ?? ""]?[token] else { return Self.purchaseNotFound }
             return Answer(status: 200, body: CanonicalJSON.encode(purchase))
         case .subscriptionsAcknowledge:
             if let refusal = Self.acknowledgeRequestRefusal(body) { return refusal }
-            guard case .object(var fields)? = subscriptions[token], Self.lineItemProducts(fields).contains(parameters["subscriptionId"] ?? "")
-            else { return Self.purchaseNotFound }
-            if fields["subscriptionState"] == .string("SUBSCRIPTION_STATE_PENDING") { return Self.invalidPurchaseState }
-            fields["acknowledgementState"] = .string("ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
-            subscriptions[token] = .object(fields)
+            let refusal = subscriptions.withLock { stored -> Answer? in
+                guard case .object(var fields)? = stored[token], Self.lineItemProducts(fields).contains(parameters["subscriptionId"] ?? "")
+                else { return Self.purchaseNotFound }
+                if fields["subscriptionState"] == .string("SUBSCRIPTION_STATE_PENDING") { return Self.invalidPurchaseState }
+                fields["acknowledgementState"] = .string("ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
+                stored[token] = .object(fields)
+                return nil
+            }
+            if let refusal { return refusal }
             acknowledgements[token, default: 0] += 1
             return Answer(status: 200, body: Data())
         case .productsAcknowledge:
