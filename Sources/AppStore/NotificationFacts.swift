@@ -130,10 +130,7 @@ private struct NotificationMapping {
 
     private enum Recorded { case purchase, renewal }
 
-    private var details: AppleTransactionDetails {
-        AppleTransactionDetails(ownershipType: transaction?.inAppOwnershipType, offerType: transaction?.offerType,
-                                webOrderLineItemID: transaction?.webOrderLineItemID, isUpgraded: transaction?.isUpgraded)
-    }
+    private var details: AppleTransactionDetails { transaction?.details ?? AppleTransactionDetails() }
 
     /// The notification's transaction, to record before the type's own fact:
     /// nil when the type's fact records it, when it has not begun when Apple
@@ -262,5 +259,23 @@ private struct NotificationMapping {
                                             revocationType: transaction.revocationType,
                                             revocationPercentage: transaction.revocationPercentage)))
         return ([fact], "\(name): transaction \(transaction.transactionID) \(reason).")
+    }
+}
+
+extension TransactionInfo {
+    /// What the signed transaction says beyond the terms: for support, and
+    /// the sale for the analytics (`price` in milliunits, `currency`,
+    /// `offerDiscountType`, `storefront`). A currency this build does not
+    /// know as ISO 4217 leaves the sale without an amount rather than
+    /// refusing what Apple signed.
+    /// https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload
+    public var details: AppleTransactionDetails {
+        var sale = SaleTerms(offerDiscount: offerDiscountType.flatMap(OfferDiscount.init(apple:)), storefront: storefront)
+        if let price, price >= 0, let currency, Currency.minorUnit(currency) != nil, price <= Amount.maximum.micros / 1000 {
+            sale.price = Amount(milliunits: price)
+            sale.currency = currency
+        }
+        return AppleTransactionDetails(ownershipType: inAppOwnershipType, offerType: offerType,
+                                       webOrderLineItemID: webOrderLineItemID, isUpgraded: isUpgraded, sale: sale)
     }
 }

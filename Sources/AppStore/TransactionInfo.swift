@@ -31,7 +31,10 @@ public struct TransactionInfo: Sendable, Hashable, Codable {
     public var storefront: String?
     public var transactionReason: String?
     public var currency: String?
+    /// In milliunits of `currency` (9990 is 9.99).
     public var price: Int64?
+    /// `FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT` or `ONE_TIME`.
+    public var offerDiscountType: String?
 
     public init(transactionID: String, originalTransactionID: String? = nil, bundleID: String?, productID: String,
                 purchaseDate: Date, originalPurchaseDate: Date? = nil, expiresDate: Date? = nil, quantity: Int? = 1,
@@ -60,7 +63,7 @@ public struct TransactionInfo: Sendable, Hashable, Codable {
         case subscriptionGroupIdentifier, purchaseDate, originalPurchaseDate, expiresDate, quantity, type, appAccountToken
         case inAppOwnershipType, signedDate, revocationReason, revocationDate, revocationType, revocationPercentage
         case isUpgraded, offerType, offerIdentifier
-        case environment, storefront, transactionReason, currency, price
+        case environment, storefront, transactionReason, currency, price, offerDiscountType
     }
 
     /// Apple's `type` of the product bought.

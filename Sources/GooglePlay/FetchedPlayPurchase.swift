@@ -84,11 +84,41 @@ public struct FetchedPlayPurchase: Sendable, Hashable {
             state: state, startTime: startTime, expiryTime: latest?.expiry, autoRenew: autoRenew,
             linkedPurchaseToken: try root.token("linkedPurchaseToken"), acknowledged: acknowledged, observedAt: observedAt,
             // `testPurchase` is an empty object when present.
-            environment: root.value("testPurchase") != nil ? .sandbox : .production)
+            environment: root.value("testPurchase") != nil ? .sandbox : .production,
+            // A price Google shaped in a way not read here leaves the period
+            // without an amount; it never stops the purchase being recorded.
+            sale: try? sale(of: chosen, regionCode: root.string("regionCode", maximumBytes: 16)))
         let account = try root.object("externalAccountIdentifiers")
         return FetchedPlayPurchase(
             purchase: purchase, obfuscatedAccountID: accountID(account?.value("obfuscatedExternalAccountId")),
             acknowledgementPending: acknowledgement == "ACKNOWLEDGEMENT_STATE_PENDING" && state.grants)
+    }
+
+    /// What the line item's current period costs: `autoRenewingPlan.recurringPrice`
+    /// (a `Money`: `currencyCode`, `units`, `nanos`) in a base-price phase
+    /// (or when Google gives no `offerPhase`), 0 in a free trial, no amount
+    /// in an introductory or proration phase (Google gives its price nowhere
+    /// in the purchase). Nil when there is nothing to say.
+    /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.subscriptionsv2#SubscriptionPurchaseLineItem
+    static func sale(of item: FieldReader, regionCode: String?) throws(GooglePlayParseError) -> SaleTerms? {
+        var sale = SaleTerms(storefront: regionCode)
+        let phase = try item.object("offerPhase")
+        var basePrice = phase == nil
+        if let phase, try phase.object("basePrice") != nil { basePrice = true }
+        if try phase?.object("freeTrial") != nil {
+            sale.offerDiscount = .freeTrial
+        } else if try phase?.object("introductoryPrice") != nil {
+            sale.offerDiscount = .payAsYouGo
+        } else if basePrice,
+                  let money = try item.object("autoRenewingPlan")?.object("recurringPrice"),
+                  let currency = try money.string("currencyCode", maximumBytes: 8), Currency.minorUnit(currency) != nil {
+            let units = try money.int64("units") ?? 0
+            let nanos = try money.integer("nanos") ?? 0
+            guard units >= 0, units < 1_000_000_000_000, (0..<1_000_000_000).contains(nanos) else { return nil }
+            sale.price = Amount(micros: units * 1_000_000 + nanos / 1000)
+            sale.currency = currency
+        }
+        return sale.isEmpty ? nil : sale
     }
 
     // MARK: purchases.products.get

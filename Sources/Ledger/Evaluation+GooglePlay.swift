@@ -178,6 +178,7 @@ extension Evaluation {
                 expiresDate: play.product.type == .autoRenewable ? play.end : nil, quantity: latest.quantity,
                 autoRenew: latest.autoRenew, environment: latest.environment, source: latest.source)
             fact.store = .googlePlay
+            if let sale = latest.sale { fact.details.sale = sale }
             var transaction = Transaction(fact: fact, position: play.positions.max() ?? 0, type: play.product.type,
                                           group: play.product.group, duration: nil, refund: nil)
             if let revokedAt = play.revokedAt {

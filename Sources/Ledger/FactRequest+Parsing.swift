@@ -45,12 +45,14 @@ extension FactRequest {
         let environment = try reader.environment("environment") ?? .production
         let deviceID = try reader.identifier("deviceId")
         let quantity = try reader.positiveInteger("quantity", max: InputLimits.quantities.upperBound) ?? 1
-        // What StoreKit's transaction says beyond the terms, kept for support.
+        // What StoreKit's transaction says beyond the terms: for support,
+        // and what it cost for the analytics.
+        let ownershipType = try reader.oneOf("ownershipType", ["PURCHASED", "FAMILY_SHARED"])
+        let (sale, offerType) = try reader.saleTerms()
         let details = AppleTransactionDetails(
-            ownershipType: try reader.oneOf("ownershipType", ["PURCHASED", "FAMILY_SHARED"]),
-            offerType: try reader.integer("offerType", in: 1...99),
+            ownershipType: ownershipType, offerType: offerType,
             webOrderLineItemID: try reader.identifier("webOrderLineItemId"),
-            isUpgraded: try reader.bool("isUpgraded"))
+            isUpgraded: try reader.bool("isUpgraded"), sale: sale)
         let revocation = AppleRevocationDetails(
             revocationReason: try reader.integer("revocationReason", in: 0...99),
             revocationType: try reader.oneOf("revocationType", ["REFUND_FULL", "REFUND_PRORATED", "FAMILY_REVOKE"]),

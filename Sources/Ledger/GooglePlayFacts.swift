@@ -77,11 +77,15 @@ public struct GooglePlayPurchase: Sendable, Hashable, Codable {
     public var environment: Environment
     public var quantity: Int
     public var source: String
+    /// What the current period cost, its offer and the region (absent when
+    /// Google said none of it).
+    public var sale: SaleTerms?
 
     public init(kind: Kind, purchaseToken: String, orderID: String?, productID: String, basePlanID: String? = nil,
                 state: State, startTime: Date, expiryTime: Date? = nil, autoRenew: Bool? = nil,
                 linkedPurchaseToken: String? = nil, acknowledged: Bool, observedAt: Date,
-                environment: Environment = .production, quantity: Int = 1, source: String = FactSource.googlePlay) {
+                environment: Environment = .production, quantity: Int = 1, source: String = FactSource.googlePlay,
+                sale: SaleTerms? = nil) {
         self.kind = kind
         self.purchaseToken = purchaseToken
         self.orderID = orderID
@@ -97,11 +101,12 @@ public struct GooglePlayPurchase: Sendable, Hashable, Codable {
         self.environment = environment
         self.quantity = quantity
         self.source = source
+        self.sale = sale
     }
 
     enum CodingKeys: String, CodingKey {
         case kind, purchaseToken, orderID = "orderId", productID = "productId", basePlanID = "basePlanId", state
-        case startTime, expiryTime, autoRenew, linkedPurchaseToken, acknowledged, observedAt, environment, quantity, source
+        case startTime, expiryTime, autoRenew, linkedPurchaseToken, acknowledged, observedAt, environment, quantity, source, sale
     }
 
     /// The catalog ids this purchase may be listed under, most specific

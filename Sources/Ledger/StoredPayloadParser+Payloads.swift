@@ -10,7 +10,8 @@ extension StoredPayloadParser {
         var purchaseDate = Field<Date>(), expiresDate = Field<Date>(), quantity = Field<Int>(), autoRenew = Field<Bool>()
         var deviceID = Field<String>(), environment = Field<Environment>(), source = Field<String>()
         var ownershipType = Field<String>(), offerType = Field<Int>(), webOrderLineItemID = Field<String>()
-        var isUpgraded = Field<Bool>()
+        var isUpgraded = Field<Bool>(), price = Field<Amount>(), currency = Field<String>(), offerDiscount = Field<OfferDiscount>()
+        var storefront = Field<String>()
         let read = members { parser, key in
             switch true {
             case key == "transactionId": parser.read(&transactionID) { $0.string() }
@@ -31,6 +32,10 @@ extension StoredPayloadParser {
             case key == "offerType": parser.read(&offerType, nullable: true) { $0.integer() }
             case key == "webOrderLineItemId": parser.read(&webOrderLineItemID, nullable: true) { $0.string() }
             case key == "isUpgraded": parser.read(&isUpgraded, nullable: true) { $0.boolean() }
+            case key == "price": parser.read(&price, nullable: true) { $0.string().flatMap(Amount.init(decimal:)) }
+            case key == "currency": parser.read(&currency, nullable: true) { $0.string() }
+            case key == "offerDiscount": parser.read(&offerDiscount, nullable: true) { $0.rawValue() }
+            case key == "storefront": parser.read(&storefront, nullable: true) { $0.string() }
             default: false
             }
         }
@@ -44,7 +49,10 @@ extension StoredPayloadParser {
                                autoRenew: autoRenew.value, deviceID: deviceID.value, environment: environment, source: source,
                                details: AppleTransactionDetails(ownershipType: ownershipType.value, offerType: offerType.value,
                                                                 webOrderLineItemID: webOrderLineItemID.value,
-                                                                isUpgraded: isUpgraded.value))
+                                                                isUpgraded: isUpgraded.value,
+                                                                sale: SaleTerms(price: price.value, currency: currency.value,
+                                                                                offerDiscount: offerDiscount.value,
+                                                                                storefront: storefront.value)))
     }
 
     mutating func refundFact() -> RefundFact? {

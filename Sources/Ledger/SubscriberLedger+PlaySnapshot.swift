@@ -19,6 +19,13 @@ extension SnapshotWriter {
         string(fact.environment.rawValue)
         int(fact.quantity)
         string(fact.source)
+        // Format 3: the sale.
+        optional(fact.sale) { out, sale in
+            out.optional(sale.price) { $0.int($1.micros) }
+            out.optional(sale.currency) { $0.string($1) }
+            out.optional(sale.offerDiscount) { $0.string($1.rawValue) }
+            out.optional(sale.storefront) { $0.string($1) }
+        }
     }
 
     mutating func playVoid(_ fact: GooglePlayVoid) {
@@ -44,7 +51,11 @@ extension SnapshotReader {
             productID: try string(), basePlanID: try optional { try $0.string() }, state: try named(GooglePlayPurchase.State.self),
             startTime: try date(), expiryTime: try optional { try $0.date() }, autoRenew: try optional { try $0.bool() },
             linkedPurchaseToken: try optional { try $0.string() }, acknowledged: try bool(), observedAt: try date(),
-            environment: try named(Environment.self), quantity: Int(try int()), source: try string())
+            environment: try named(Environment.self), quantity: Int(try int()), source: try string(),
+            sale: try optional { reader in
+                SaleTerms(price: try reader.optional { Amount(micros: try $0.int()) }, currency: try reader.optional { try $0.string() },
+                          offerDiscount: try reader.optional { try $0.offerDiscount() }, storefront: try reader.optional { try $0.string() })
+            })
     }
 
     mutating func playVoid() throws -> GooglePlayVoid {

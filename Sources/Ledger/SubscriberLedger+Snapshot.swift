@@ -12,7 +12,7 @@ import Foundation
 /// a snapshot of another format is ignored (and replaced), never misread.
 extension SubscriberLedger {
     /// The layout this build writes and reads.
-    public static let snapshotFormat = 2
+    public static let snapshotFormat = 3
 
     public func snapshotData() -> Data {
         var out = SnapshotWriter()
@@ -154,6 +154,11 @@ struct SnapshotWriter {
         optional(fact.details.offerType) { $0.int($1) }
         optional(fact.details.webOrderLineItemID) { $0.string($1) }
         optional(fact.details.isUpgraded) { $0.bool($1) }
+        // Format 3: the sale terms.
+        optional(fact.details.sale.price) { $0.int($1.micros) }
+        optional(fact.details.sale.currency) { $0.string($1) }
+        optional(fact.details.sale.offerDiscount) { $0.string($1.rawValue) }
+        optional(fact.details.sale.storefront) { $0.string($1) }
     }
 
     mutating func refund(_ fact: RefundFact) {
@@ -327,7 +332,17 @@ struct SnapshotReader {
             details: AppleTransactionDetails(ownershipType: try optional { try $0.string() },
                                              offerType: try optional { Int(try $0.int()) },
                                              webOrderLineItemID: try optional { try $0.string() },
-                                             isUpgraded: try optional { try $0.bool() }))
+                                             isUpgraded: try optional { try $0.bool() },
+                                             sale: SaleTerms(price: try optional { Amount(micros: Int64(try $0.int())) },
+                                                             currency: try optional { try $0.string() },
+                                                             offerDiscount: try optional { try $0.offerDiscount() },
+                                                             storefront: try optional { try $0.string() })))
+    }
+
+    mutating func offerDiscount() throws -> OfferDiscount {
+        let text = try string()
+        guard let discount = OfferDiscount(rawValue: text) else { throw SnapshotError(reason: "unknown offer discount \(text)") }
+        return discount
     }
 
     mutating func refund() throws -> RefundFact {

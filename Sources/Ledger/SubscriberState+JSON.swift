@@ -70,15 +70,19 @@ extension SubscriberState {
             }
             $0.array("storeTransactions", storeTransactions) { writer, transaction in
                 writer.object {
+                    if let currency = transaction.currency { $0.string("currency", currency) }
                     if let isUpgraded = transaction.isUpgraded { $0.bool("isUpgraded", isUpgraded) }
+                    if let offerDiscount = transaction.offerDiscount { $0.string("offerDiscount", offerDiscount) }
                     if let offerType = transaction.offerType { $0.integer("offerType", Int64(offerType)) }
                     $0.string("originalTransactionId", transaction.originalTransactionID)
                     if let ownershipType = transaction.ownershipType { $0.string("ownershipType", ownershipType) }
+                    if let price = transaction.price { $0.string("price", price) }
                     $0.string("productId", transaction.productID)
                     if let percentage = transaction.revocationPercentage { $0.integer("revocationPercentage", Int64(percentage)) }
                     if let reason = transaction.revocationReason { $0.integer("revocationReason", Int64(reason)) }
                     if let type = transaction.revocationType { $0.string("revocationType", type) }
                     if let revokedAt = transaction.revokedAt { $0.date("revokedAt", revokedAt) }
+                    if let storefront = transaction.storefront { $0.string("storefront", storefront) }
                     $0.string("transactionId", transaction.transactionID)
                     if let line = transaction.webOrderLineItemID { $0.string("webOrderLineItemId", line) }
                 }

@@ -121,13 +121,19 @@ public struct SubscriberState: Sendable, Equatable, Codable {
         public var revocationReason: Int?
         /// `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`.
         public var revocationType: String?
-        /// A prorated refund's share, in thousandths.
+        /// A prorated refund's share in Apple's milliunits (50000 is 50%).
         public var revocationPercentage: Int?
+        /// What it cost (a decimal string) and in which ISO 4217 currency.
+        public var price: String?
+        public var currency: String?
+        /// `free_trial`, `pay_as_you_go` or `pay_up_front`.
+        public var offerDiscount: String?
+        public var storefront: String?
 
         enum CodingKeys: String, CodingKey {
             case transactionID = "transactionId", originalTransactionID = "originalTransactionId", productID = "productId"
             case ownershipType, offerType, isUpgraded, webOrderLineItemID = "webOrderLineItemId", revokedAt
-            case revocationReason, revocationType, revocationPercentage
+            case revocationReason, revocationType, revocationPercentage, price, currency, offerDiscount, storefront
         }
     }
 
@@ -201,7 +207,8 @@ public struct SubscriberState: Sendable, Equatable, Codable {
                 productID: transaction.fact.productID, ownershipType: details.ownershipType, offerType: details.offerType,
                 isUpgraded: details.isUpgraded, webOrderLineItemID: details.webOrderLineItemID, revokedAt: transaction.revokedAt,
                 revocationReason: refund.revocationReason, revocationType: refund.revocationType,
-                revocationPercentage: refund.revocationPercentage)
+                revocationPercentage: refund.revocationPercentage, price: details.sale.price?.description,
+                currency: details.sale.currency, offerDiscount: details.sale.offerDiscount?.rawValue, storefront: details.sale.storefront)
         }
         devices = ledger.devices.values.filter { $0.date <= evaluation.at }
             .map { Device(id: $0.value, firstSeenAt: $0.date) }

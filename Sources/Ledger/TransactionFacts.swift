@@ -96,15 +96,17 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     }
 }
 
-/// What Apple's signed transaction says about a sale beyond its terms, kept
-/// for support: who holds it (`inAppOwnershipType`), the offer it was bought
-/// with, and the period it pays for across restored copies
-/// (`webOrderLineItemId`). Stored flat in the transaction's JSON.
+/// What the store says about a sale beyond its terms, kept for support and
+/// counted by the analytics: who holds it (`inAppOwnershipType`), the offer
+/// it was bought with, the period it pays for across restored copies
+/// (`webOrderLineItemId`), and what it cost (`sale`). Stored flat in the
+/// transaction's JSON (`price` as a decimal string, `currency`,
+/// `offerDiscount`, `storefront`).
 /// https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload
 public struct AppleTransactionDetails: Sendable, Hashable, Codable {
     /// `PURCHASED` or `FAMILY_SHARED`.
     public var ownershipType: String?
-    /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
+    /// 1 introductory, 2 promotional, 3 offer code, 4 win-back (`OfferKind`).
     public var offerType: Int?
     /// The subscription period this transaction pays for; a restored copy
     /// of a period carries the same one.
@@ -112,18 +114,41 @@ public struct AppleTransactionDetails: Sendable, Hashable, Codable {
     /// The subscriber upgraded away from this transaction (its revocation
     /// is not a refund).
     public var isUpgraded: Bool?
+    /// The price, currency, offer payment mode and storefront.
+    public var sale: SaleTerms
 
-    public init(ownershipType: String? = nil, offerType: Int? = nil, webOrderLineItemID: String? = nil, isUpgraded: Bool? = nil) {
+    public init(ownershipType: String? = nil, offerType: Int? = nil, webOrderLineItemID: String? = nil, isUpgraded: Bool? = nil,
+                sale: SaleTerms = SaleTerms()) {
         self.ownershipType = ownershipType
         self.offerType = offerType
         self.webOrderLineItemID = webOrderLineItemID
         self.isUpgraded = isUpgraded
+        self.sale = sale
     }
 
     public var isEmpty: Bool { self == AppleTransactionDetails() }
 
     enum CodingKeys: String, CodingKey {
         case ownershipType, offerType, webOrderLineItemID = "webOrderLineItemId", isUpgraded
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        ownershipType = try container.decodeIfPresent(String.self, forKey: .ownershipType)
+        offerType = try container.decodeIfPresent(Int.self, forKey: .offerType)
+        webOrderLineItemID = try container.decodeIfPresent(String.self, forKey: .webOrderLineItemID)
+        isUpgraded = try container.decodeIfPresent(Bool.self, forKey: .isUpgraded)
+        // The sale's keys sit beside these, flat in the transaction's JSON.
+        sale = try SaleTerms(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(ownershipType, forKey: .ownershipType)
+        try container.encodeIfPresent(offerType, forKey: .offerType)
+        try container.encodeIfPresent(webOrderLineItemID, forKey: .webOrderLineItemID)
+        try container.encodeIfPresent(isUpgraded, forKey: .isUpgraded)
+        try sale.encode(to: encoder)
     }
 }
 

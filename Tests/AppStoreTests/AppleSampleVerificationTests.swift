@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreTesting
 import Foundation
+import Ledger
 import Testing
 
 /// Apple's own sample payloads (`AppleSamples`), re-signed with the test
@@ -91,6 +92,10 @@ import Testing
         #expect(transaction.environment == .localTesting)
         #expect(transaction.price == 10990)
         #expect(transaction.currency == "USD")
+        #expect(transaction.offerDiscountType == "PAY_AS_YOU_GO")
+        // What a fact records of it: 10990 milliunits are 10.99.
+        #expect(transaction.details.sale == SaleTerms(price: Amount(decimal: "10.99"), currency: "USD", offerDiscount: .payAsYouGo,
+                                                      storefront: "USA"))
 
         let revoked = try await store.verifier.verifyTransaction(
             store.signedSample(AppleSamples.signedTransactionWithRevocation, bundleID: TestAppStore.bundleID))

@@ -24,10 +24,45 @@ private func product(_ json: JSONValue, productID: String = "coins_100") throws 
             kind: .subscription, purchaseToken: token, orderID: GooglePlaySamples.orderID, productID: "pro_monthly",
             basePlanID: "monthly", state: .active, startTime: RFC3339.parse("2024-03-01T12:00:00.123Z")!,
             expiryTime: RFC3339.parse("2024-04-01T12:00:00.123Z")!, autoRenew: true, acknowledged: true,
-            observedAt: observedAt, environment: .production))
+            observedAt: observedAt, environment: .production,
+            sale: SaleTerms(price: Amount(decimal: "9.99"), currency: "USD", storefront: "US")))
         #expect(fetched.obfuscatedAccountID == "subscriber-42")
         #expect(!fetched.acknowledgementPending)
         #expect(fetched.purchase.catalogIDs == ["pro_monthly:monthly", "pro_monthly"])
+    }
+
+    /// The line item's `offerPhase` says what the current period costs:
+    /// the recurring price in a base-price phase, nothing in a free trial,
+    /// no amount (Google gives none) in an introductory phase; a `Money`
+    /// Google shaped otherwise leaves no amount and still records the purchase.
+    /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.subscriptionsv2#OfferPhase
+    /// https://developers.google.com/android-publisher/api-ref/rest/v3/Money
+    @Test(arguments: [
+        (#"{"basePrice": {}}"#, nil, SaleTerms(price: Amount(decimal: "9.99"), currency: "USD", storefront: "US")),
+        (#"{"freeTrial": {}}"#, nil, SaleTerms(offerDiscount: .freeTrial, storefront: "US")),
+        (#"{"introductoryPrice": {}}"#, nil, SaleTerms(offerDiscount: .payAsYouGo, storefront: "US")),
+        (#"{"prorationPeriod": {}}"#, nil, SaleTerms(storefront: "US")),
+        (#"{"basePrice": {}}"#, #"{"currencyCode": "JPY", "units": "1200"}"#, SaleTerms(price: Amount(decimal: "1200"), currency: "JPY", storefront: "US")),
+        (#"{"basePrice": {}}"#, #"{"currencyCode": "EUR", "units": "4", "nanos": 500000000}"#,
+         SaleTerms(price: Amount(decimal: "4.5"), currency: "EUR", storefront: "US")),
+        (#"{"basePrice": {}}"#, #"{"currencyCode": "EUR", "units": "-4"}"#, nil),
+        (#"{"basePrice": {}}"#, #"{"currencyCode": "ZZZ", "units": "4"}"#, SaleTerms(storefront: "US")),
+        (#"{"basePrice": {}}"#, #"{"currencyCode": "EUR", "units": 4.5}"#, nil),
+    ] as [(String, String?, SaleTerms?)])
+    func theOfferPhaseDecidesWhatThePeriodCost(phase: String, money: String?, expected: SaleTerms?) throws {
+        guard case .object(var root) = GooglePlaySamples.subscriptionPurchaseV2(), case .array(var items)? = root["lineItems"],
+              case .object(var item) = items[0], case .object(var plan)? = item["autoRenewingPlan"] else {
+            Issue.record("the sample's shape changed")
+            return
+        }
+        item["offerPhase"] = try JSONValue.parse(Data(phase.utf8)).get()
+        if let money { plan["recurringPrice"] = try JSONValue.parse(Data(money.utf8)).get() }
+        item["autoRenewingPlan"] = .object(plan)
+        items[0] = .object(item)
+        root["lineItems"] = .array(items)
+        let fetched = try subscription(.object(root))
+        #expect(fetched.purchase.sale == expected)
+        #expect(fetched.purchase.state == .active, "recorded whatever the price")
     }
 
     // https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.subscriptionsv2#SubscriptionState

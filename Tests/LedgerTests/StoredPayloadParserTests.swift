@@ -145,6 +145,7 @@ struct EventGenerator {
 
     mutating func chance(_ percent: Int) -> Bool { Int.random(in: 1...100, using: &random) <= percent }
     mutating func maybe<T>(_ value: T) -> T? { chance(50) ? value : nil }
+    mutating func pick<T>(_ items: [T]) -> T { items.randomElement(using: &random)! }
 
     mutating func text() -> String {
         switch Int.random(in: 0..<10, using: &random) {
@@ -182,7 +183,19 @@ struct EventGenerator {
         TransactionFact(transactionID: text(), originalTransactionID: text(), productID: text(),
                         productType: maybe(ProductType.allCases.randomElement(using: &random)!), group: maybe(text()),
                         duration: maybe(duration()), purchaseDate: date(), expiresDate: maybe(date()), quantity: integer(),
-                        autoRenew: maybe(chance(50)), deviceID: maybe(text()), environment: environment(), source: text())
+                        autoRenew: maybe(chance(50)), deviceID: maybe(text()), environment: environment(), source: text(),
+                        details: chance(50) ? AppleTransactionDetails() : details())
+    }
+
+    /// What the store said beyond the terms, each part present or not; the
+    /// prices reach past a unit, a thousand and a billion.
+    mutating func details() -> AppleTransactionDetails {
+        let price = maybe(Amount(micros: Int64(pick([0, 1, 990_000, 9_990_000, 999_999, 1_000_000_000, 123_456_789_012_345_678]))))
+        return AppleTransactionDetails(
+            ownershipType: maybe(pick(["PURCHASED", "FAMILY_SHARED"])), offerType: maybe(Int.random(in: 1...4, using: &random)),
+            webOrderLineItemID: maybe(text()), isUpgraded: maybe(chance(50)),
+            sale: SaleTerms(price: price, currency: price == nil ? nil : pick(["USD", "EUR", "JPY", "KWD"]),
+                            offerDiscount: maybe(OfferDiscount.allCases.randomElement(using: &random)!), storefront: maybe(text())))
     }
 
     mutating func delivery() -> ReminderDelivery {

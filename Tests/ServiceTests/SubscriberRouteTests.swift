@@ -36,6 +36,29 @@ struct SubscriberRouteTests {
         }
     }
 
+    /// A purchase's price, currency, offer and storefront are recorded and
+    /// shown to support; a bad one is a 400 naming the field, and nothing is
+    /// recorded (PRODUCT.md, "Subscription analytics").
+    @Test func aPriceIsRecordedAndShownAndABadOneIsA400() async throws {
+        try await withApp { client, _ in
+            let priced = #"{"type": "purchase", "transactionId": "p1", "productId": "com.example.pass.30d", "purchaseDate": "2025-01-01T00:00:00Z", "#
+                + #""price": "4.99", "currency": "EUR", "offer": {"type": "promotional", "discount": "pay_as_you_go"}, "storefront": "FRA"}"#
+            let first = try await client.post("/v1/subscribers/paula/events", priced)
+            #expect(first.status == .created, "\(first.text)")
+            let shown = try #require(first.json["subscriber"]?["storeTransactions"]?.array.first)
+            #expect(shown["price"]?.string == "4.99" && shown["currency"]?.string == "EUR" && shown["storefront"]?.string == "FRA")
+            #expect(shown["offerType"]?.int == 2 && shown["offerDiscount"]?.string == "pay_as_you_go")
+
+            let bad = #"{"type": "purchase", "transactionId": "p2", "productId": "com.example.pass.30d", "purchaseDate": "2025-01-01T00:00:00Z", "price": "4,99", "currency": "EUR"}"#
+            let refused = try await client.post("/v1/subscribers/paula/events", bad)
+            #expect(refused.status == .badRequest && refused.error.field == "price", "\(refused.text)")
+            let noCurrency = #"{"type": "purchase", "transactionId": "p2", "productId": "com.example.pass.30d", "purchaseDate": "2025-01-01T00:00:00Z", "price": "4.99"}"#
+            #expect(try await client.post("/v1/subscribers/paula/events", noCurrency).error.field == "currency")
+            let history = try await client.get("/v1/subscribers/paula/history", key: Keys.support).json["events"]?.array ?? []
+            #expect(history.count == 1, "nothing recorded for the refused facts")
+        }
+    }
+
     @Test func writesNeedAnIngestOrAdminKey() async throws {
         try await withApp { client, _ in
             let missing = try await client.post("/v1/subscribers/alice/events", purchaseJSON("t1"), key: nil)

@@ -113,7 +113,9 @@ def facts():
 
     # Family Sharing with an introductory offer, then a prorated refund.
     record(Facts.family, {"type": "purchase", "transactionId": "console-family-1", "productId": "com.example.level2",
-                          "purchaseDate": iso(days(-20)), "ownershipType": "FAMILY_SHARED", "offerType": 1})
+                          "purchaseDate": iso(days(-20)), "ownershipType": "FAMILY_SHARED",
+                          "offer": {"type": "introductory", "discount": "pay_up_front"}, "price": "2.99", "currency": "EUR",
+                          "storefront": "DEU"})
     record(Facts.family, {"type": "refund", "transactionId": "console-family-1", "revocationDate": iso(days(-1)),
                           "revocationType": "REFUND_PRORATED", "revocationPercentage": 25000, "revocationReason": 1})
 

@@ -134,7 +134,8 @@ def test_what_the_app_store_says_is_shown(console, facts):
     console.open_subscriber(facts.family)
     store = console.find("#store-transactions").text
     assert "console-family-1" in store
-    assert "Family Sharing" in store and "introductory" in store
+    assert "Family Sharing" in store and "introductory · pay up front" in store
+    assert "2.99 EUR · DEU" in store
     assert "REFUND_PRORATED · 25% · an issue with the app" in store
     reasons = " ".join(reason.text for reason in console.find_all('[data-entitlement="level2"] .reason'))
     assert "prorated refund (25% refunded)" in reasons, reasons

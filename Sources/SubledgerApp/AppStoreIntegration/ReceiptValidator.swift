@@ -235,7 +235,8 @@ struct ReceiptValidator: Sendable {
             : string("promotional_offer_id") != nil ? 2 : nil
         let details = AppleTransactionDetails(ownershipType: string("in_app_ownership_type"), offerType: offerType,
                                               webOrderLineItemID: string("web_order_line_item_id"),
-                                              isUpgraded: string("is_upgraded").map { $0 == "true" })
+                                              isUpgraded: string("is_upgraded").map { $0 == "true" },
+                                              sale: SaleTerms(offerDiscount: string("is_trial_period") == "true" ? .freeTrial : nil))
         return Transaction(transactionID: transactionID, originalTransactionID: string("original_transaction_id") ?? transactionID,
                            productID: productID, purchaseDate: purchaseDate, expiresDate: date("expires_date_ms"),
                            cancellationDate: date("cancellation_date_ms"), quantity: string("quantity").flatMap { Int($0) },

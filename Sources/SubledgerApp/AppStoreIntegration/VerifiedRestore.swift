@@ -131,8 +131,7 @@ extension AppStoreIntegration {
             transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID ?? transaction.transactionID,
             productID: transaction.productID, purchaseDate: transaction.purchaseDate, expiresDate: transaction.expiresDate,
             environment: AppStoreAPIClient.ledgerEnvironment(transaction.environment),
-            details: AppleTransactionDetails(ownershipType: transaction.inAppOwnershipType, offerType: transaction.offerType,
-                                             webOrderLineItemID: transaction.webOrderLineItemID, isUpgraded: transaction.isUpgraded))
+            details: transaction.details)
     }
 
     /// `subledger_appstore_restores_total{outcome}`: verified restores.

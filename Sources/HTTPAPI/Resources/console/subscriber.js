@@ -225,7 +225,13 @@ function storeCard(state) {
     { label: 'Transaction', cell: (row) => h('span', { class: 'mono' }, row.transactionId) },
     { label: 'Product', cell: (row) => row.productId },
     { label: 'Ownership', cell: (row) => (row.ownershipType === 'FAMILY_SHARED' ? 'Family Sharing' : (row.ownershipType ? 'purchased' : '—')) },
-    { label: 'Offer', cell: (row) => (row.offerType === undefined ? '—' : offerNames[row.offerType] || `type ${row.offerType}`) },
+    { label: 'Offer', cell: (row) => {
+      if (row.offerType === undefined && !row.offerDiscount) return '—';
+      const kind = row.offerType === undefined ? 'offer' : offerNames[row.offerType] || `type ${row.offerType}`;
+      return row.offerDiscount ? `${kind} · ${row.offerDiscount.replaceAll('_', ' ')}` : kind;
+    } },
+    { label: 'Price', cell: (row) => (row.price === undefined ? '—' : `${row.price} ${row.currency}`
+      + (row.storefront ? ` · ${row.storefront}` : '')) },
     { label: 'Upgraded', cell: (row) => (row.isUpgraded ? 'yes' : '—') },
     { label: 'Refund', cell: refund },
   ], state.storeTransactions, { caption: 'What the App Store says about these transactions' }));
