@@ -57,8 +57,6 @@ extension ErrorCode {
     public static let erased = ErrorCode(rawValue: "erased")
     /// No such route, or no such file of the console.
     public static let notFound = ErrorCode(rawValue: "not_found")
-    /// The route exists, not with this method (405).
-    public static let methodNotAllowed = ErrorCode(rawValue: "method_not_allowed")
 }
 
 // MARK: Parked events
@@ -169,15 +167,10 @@ extension ErrorCode {
     public static let appStoreUnavailable = ErrorCode(rawValue: "appstore_unavailable")
     /// The database is busy or unreachable (503).
     public static let databaseUnavailable = ErrorCode(rawValue: "database_unavailable")
-    /// A request's head and body did not arrive within `SUBLEDGER_HTTP_READ_TIMEOUT` (408).
-    public static let requestTimeout = ErrorCode(rawValue: "request_timeout")
     /// Writes for one subscriber kept colliding (503).
     public static let contention = ErrorCode(rawValue: "contention")
     /// Anything unexpected; logged (500).
     public static let internalError = ErrorCode(rawValue: "internal_error")
-
-    /// Another status of the HTTP framework, e.g. `http_408`.
-    public static func http(_ status: Int) -> ErrorCode { ErrorCode(rawValue: "http_\(status)") }
 }
 
 // MARK: The change feed and webhooks (404)

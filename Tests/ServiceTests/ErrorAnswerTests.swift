@@ -24,6 +24,13 @@ struct ErrorAnswerTests {
         ("unexpected", CocoaError(.fileNoSuchFile), 500),
     ]
 
+    /// The codes only the HTTP edge answers keep their wire strings.
+    @Test func theEdgeCodesAreTheDocumentedOnes() {
+        #expect(ErrorCode.http(418).rawValue == "http_418")
+        #expect(ErrorCode.methodNotAllowed.rawValue == "method_not_allowed")
+        #expect(APIError.requestTimeout.code == .requestTimeout && ErrorCode.requestTimeout.rawValue == "request_timeout")
+    }
+
     @Test func theAnswerAndTheAuditAgreeForEveryKindOfError() async throws {
         let router = Router()
         router.add(middleware: ErrorMiddleware(logger: Logger(label: "error-answer-tests"), maximumBodySize: 1 << 20))
