@@ -37,7 +37,7 @@ let package = Package(
         .target(
             name: "EventStore",
             dependencies: [
-                "Postgres",
+                "Postgres", "JSON",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

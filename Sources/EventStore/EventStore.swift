@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Logging
 import Metrics
 import Postgres
@@ -263,35 +264,10 @@ public enum JSONText {
         return out
     }
 
-    /// Appends the JSON string literal of `value` to `out`. Values that need
-    /// no escape are appended whole; the others (every store key holds a
-    /// U+001F separator) byte by byte, `"` and `\` after a backslash and
-    /// control characters as `\u00XX`: UTF-8 never uses a byte below 0x80
-    /// inside a longer character, so escaping bytes escapes characters.
+    /// Appends the JSON string literal of `value` to `out` (`JSONStringLiteral`).
+    @inlinable
     public static func appendString(_ value: String, to out: inout String) {
-        out += "\""
-        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out += value
-            out += "\""
-            return
-        }
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(value.utf8.count + 16)
-        let hex: StaticString = "0123456789abcdef"
-        for byte in value.utf8 {
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                bytes += [UInt8(ascii: "\\"), byte]
-            } else if byte < 0x20 {
-                hex.withUTF8Buffer { digits in
-                    bytes += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                              digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
-                }
-            } else {
-                bytes.append(byte)
-            }
-        }
-        out += String(decoding: bytes, as: UTF8.self)
-        out += "\""
+        JSONStringLiteral.append(value, to: &out)
     }
 
     static func appendMetadata(_ metadata: EventMetadata, to out: inout String) {

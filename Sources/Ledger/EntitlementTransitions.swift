@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// An entitlement a subscriber gained or lost, in one environment, at an instant.
 public struct EntitlementTransition: Sendable, Hashable {
@@ -82,7 +83,7 @@ public struct PublishedEntitlements: Sendable, Equatable {
     /// The JSON stored in `change_subscribers.entitlements`: `{"Production": ["pro"], ...}`.
     public var storedJSON: String {
         let fields = environments.map { environment -> String in
-            let ids = (active[environment] ?? []).sorted().map { "\"" + Self.escaped($0) + "\"" }
+            let ids = (active[environment] ?? []).sorted().map(JSONStringLiteral.quoted)
             return "\"\(environment.rawValue)\":[" + ids.joined(separator: ",") + "]"
         }
         return "{" + fields.joined(separator: ",") + "}"
@@ -96,18 +97,5 @@ public struct PublishedEntitlements: Sendable, Equatable {
             active[environment] = Set(ids)
         }
         self.init(active: active)
-    }
-
-    private static func escaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
     }
 }
