@@ -66,10 +66,19 @@ public struct Amount: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// `self` × `numerator` ÷ `denominator`, rounded half-even to a micro
     /// (a prorated refund's share, a period's monthly value).
+    /// The product is taken at full width, so the largest price times
+    /// 100,000 (a refund's share in milliunits) cannot overflow; a result
+    /// beyond `Int64` (never from the numbers a fact may carry) saturates.
     public func scaled(by numerator: Int64, _ denominator: Int64) -> Amount {
-        let (product, overflow) = micros.multipliedReportingOverflow(by: numerator)
-        precondition(!overflow && denominator > 0, "amount scaling out of range")
-        return Amount(micros: Self.divideHalfEven(product, denominator))
+        guard denominator > 0 else { return .zero }
+        let negative = (micros < 0) != (numerator < 0)
+        let product = micros.magnitude.multipliedFullWidth(by: numerator.magnitude)
+        guard product.high < UInt64(denominator) else { return Amount(micros: negative ? .min : .max) }
+        var (quotient, remainder) = UInt64(denominator).dividingFullWidth(product)
+        // Half to even.
+        if remainder * 2 > UInt64(denominator) || (remainder * 2 == UInt64(denominator) && quotient % 2 == 1) { quotient += 1 }
+        guard quotient <= UInt64(Int64.max) else { return Amount(micros: negative ? .min : .max) }
+        return Amount(micros: negative ? -Int64(quotient) : Int64(quotient))
     }
 
     /// `value` ÷ `divisor` rounded half to even (`divisor` > 0).

@@ -99,6 +99,10 @@ struct SaleTermsTests {
         #expect(Amount(decimal: "10")!.scaled(by: 1, 3) == Amount(decimal: "3.333333"))
         #expect(Amount(micros: 5).scaled(by: 1, 2) == Amount(micros: 2))
         #expect(Amount(micros: 7).scaled(by: 1, 2) == Amount(micros: 4))
+        #expect(Amount(micros: -7).scaled(by: 1, 2) == Amount(micros: -4))
+        // The largest price a fact may carry, at a refund's largest share, without overflow.
+        #expect(Amount.maximum.scaled(by: 100_000, 100_000) == Amount.maximum)
+        #expect(Amount.maximum.scaled(by: 67_932, 100_000) == Amount(micros: 679_319_999_999_999_999))
     }
 
     @Test func currencyCodesAreISO4217() {
