@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Ledger
 
-/// Prices on facts (PRODUCT.md, "Subscription analytics"): a decimal string
+/// Prices on facts (docs/api.md, the events route): a decimal string
 /// and an ISO 4217 currency, an offer and a storefront; amounts exact, rounded
 /// half-even to the currency's minor unit only when answered.
 struct SaleTermsTests {

@@ -38,7 +38,7 @@ struct SubscriberRouteTests {
 
     /// A purchase's price, currency, offer and storefront are recorded and
     /// shown to support; a bad one is a 400 naming the field, and nothing is
-    /// recorded (PRODUCT.md, "Subscription analytics").
+    /// recorded (docs/api.md).
     @Test func aPriceIsRecordedAndShownAndABadOneIsA400() async throws {
         try await withApp { client, _ in
             let priced = #"{"type": "purchase", "transactionId": "p1", "productId": "com.example.pass.30d", "purchaseDate": "2025-01-01T00:00:00Z", "#
