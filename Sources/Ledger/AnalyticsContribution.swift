@@ -1,0 +1,95 @@
+import Foundation
+
+/// What one subscriber adds to the subscription analytics (the definitions
+/// of docs/decisions/0006): items summed per UTC day
+/// by the analytics projection. Stocks are day *deltas* (the stock at the
+/// end of day D is the sum of the deltas of the days up to D); flows are
+/// counts and amounts of the day their instant falls in.
+public enum AnalyticsMetric: String, Sendable, Hashable, CaseIterable, Comparable {
+    // Stocks, as deltas.
+    case activeSubscriptions = "active_subscriptions"
+    case activeTrials = "active_trials"
+    /// Micros of `currency` per month.
+    case mrr
+    // Flows.
+    case newSubscriptions = "new_subscriptions"
+    case trialStarts = "trial_starts"
+    case trialConversions = "trial_conversions"
+    case renewals
+    /// Micros of `currency`.
+    case revenue
+    /// Micros of `currency`, at the revocation date.
+    case refunds
+    /// A paid subscription's end, counted when its subscriber is not entitled
+    /// in the group at the end of the day, week or month the end falls in
+    /// (one item per granularity: churn is judged at the interval's end).
+    case churnedDay = "churned_day"
+    case churnedWeek = "churned_week"
+    case churnedMonth = "churned_month"
+
+    public static func < (left: Self, right: Self) -> Bool { left.rawValue < right.rawValue }
+}
+
+public struct AnalyticsItem: Sendable, Hashable {
+    /// UTC days since 1970-01-01.
+    public var day: Int
+    public var environment: Environment
+    public var store: Store
+    public var productID: String
+    /// An ISO 4217 code for amounts; empty for counts.
+    public var currency: String
+    public var metric: AnalyticsMetric
+    public var value: Int64
+
+    public init(day: Int, environment: Environment, store: Store, productID: String, currency: String = "",
+                metric: AnalyticsMetric, value: Int64) {
+        self.day = day
+        self.environment = environment
+        self.store = store
+        self.productID = productID
+        self.currency = currency
+        self.metric = metric
+        self.value = value
+    }
+
+    /// The day whose end first measures a stock that changes at `instant`:
+    /// the day `D` with `D.start < instant ≤ D.end` (a change exactly at
+    /// midnight counts at the end of the day before, as `?at=` that midnight
+    /// would see it).
+    public static func stockDay(of instant: Date) -> Int {
+        Int((instant.timeIntervalSince1970 / 86_400).rounded(.up)) - 1
+    }
+
+    /// The day an instant falls in: `[00:00, 24:00)` UTC.
+    public static func flowDay(of instant: Date) -> Int {
+        Int((instant.timeIntervalSince1970 / 86_400).rounded(.down))
+    }
+}
+
+extension SubscriberLedger {
+    /// This subscriber's contribution: its auto-renewable subscriptions of
+    /// both stores and environments (support grants and family-shared
+    /// copies never count), summed per key, zeros left out, in a stable order.
+    public func analyticsContribution(catalog: Catalog) -> [AnalyticsItem] {
+        var sums: [AnalyticsKey: Int64] = [:]
+        for environment in Environment.allCases {
+            AnalyticsSweep(ledger: self, catalog: catalog, environment: environment).add(to: &sums)
+        }
+        return sums.compactMap { key, value in
+            value == 0 ? nil : AnalyticsItem(day: key.day, environment: key.environment, store: key.store, productID: key.productID,
+                                             currency: key.currency, metric: key.metric, value: value)
+        }.sorted {
+            ($0.day, $0.environment.rawValue, $0.store.rawValue, $0.productID, $0.currency, $0.metric)
+                < ($1.day, $1.environment.rawValue, $1.store.rawValue, $1.productID, $1.currency, $1.metric)
+        }
+    }
+}
+
+struct AnalyticsKey: Hashable {
+    var day: Int
+    var environment: Environment
+    var store: Store
+    var productID: String
+    var currency: String
+    var metric: AnalyticsMetric
+}

@@ -1,0 +1,234 @@
+import Foundation
+
+/// One environment's auto-renewable subscriptions of one subscriber, as the
+/// analytics count them (`analyticsContribution`). The stretches of access
+/// come from `ActivityTimeline`, which answers as `state(at:)` does at every
+/// instant; the periods (paid or trial, with their sale) from the facts.
+struct AnalyticsSweep {
+    let ledger: SubscriberLedger
+    let catalog: Catalog
+    let environment: Environment
+
+    /// One paid or free-trial period of a subscription: an App Store
+    /// transaction (its restored copies folded into it) or a Google Play
+    /// order.
+    struct Period {
+        /// The subscription: an original transaction id or a purchase token.
+        var unit: String
+        var store: Store
+        var productID: String
+        var group: String
+        var start: Date
+        var end: Date?
+        var sale: SaleTerms
+        /// When it was refunded, and the share in Apple's milliunits (nil: all of it).
+        var refund: (date: Date, share: Int?)?
+
+        var isTrial: Bool { sale.isFreeTrial }
+    }
+
+    func add(to sums: inout [AnalyticsKey: Int64]) {
+        let (periods, bySource) = self.periods()
+        guard !periods.isEmpty else { return }
+        let pieces = ActivityTimeline(ledger: ledger, catalog: catalog, environment: environment).pieces
+            .filter { $0.type == .autoRenewable }
+        func add(_ day: Int, _ period: Period, _ metric: AnalyticsMetric, _ value: Int64, currency: String = "") {
+            let key = AnalyticsKey(day: day, environment: environment, store: period.store, productID: period.productID,
+                                   currency: currency, metric: metric)
+            sums[key, default: 0] += value
+        }
+
+        // Stocks: each stretch of access adds from its start and takes away from its end.
+        var paidPieces: [String: [(start: Date, end: Date?, period: Period)]] = [:]
+        for piece in pieces {
+            guard let period = bySource[piece.source] else { continue }
+            let metric: AnalyticsMetric = period.isTrial ? .activeTrials : .activeSubscriptions
+            add(AnalyticsItem.stockDay(of: piece.start), period, metric, 1)
+            if let end = piece.end { add(AnalyticsItem.stockDay(of: end), period, metric, -1) }
+            guard !period.isTrial else { continue }
+            paidPieces[period.unit, default: []].append((piece.start, piece.end, period))
+            if let price = period.sale.price, let currency = period.sale.currency, let monthly = Self.monthly(price, period) {
+                add(AnalyticsItem.stockDay(of: piece.start), period, .mrr, monthly.micros, currency: currency)
+                if let end = piece.end { add(AnalyticsItem.stockDay(of: end), period, .mrr, -monthly.micros, currency: currency) }
+            }
+        }
+
+        // Flows: each period, in its subscription's order.
+        for (_, unitPeriods) in Dictionary(grouping: periods, by: \.unit) {
+            var paidBefore = false
+            var previous: Period?
+            for period in unitPeriods.sorted(by: { $0.start < $1.start }) {
+                let day = AnalyticsItem.flowDay(of: period.start)
+                if period.isTrial {
+                    add(day, period, .trialStarts, 1)
+                } else {
+                    add(day, period, paidBefore ? .renewals : .newSubscriptions, 1)
+                    if !paidBefore, previous?.isTrial == true { add(day, period, .trialConversions, 1) }
+                    paidBefore = true
+                    if let price = period.sale.price, let currency = period.sale.currency {
+                        add(day, period, .revenue, price.micros, currency: currency)
+                        if let refund = period.refund {
+                            let amount = refund.share.map { price.scaled(by: Int64($0), 100_000) } ?? price
+                            add(AnalyticsItem.flowDay(of: refund.date), period, .refunds, amount.micros, currency: currency)
+                        }
+                    }
+                }
+                previous = period
+            }
+        }
+
+        // Churn: where a paid stretch ends and nothing of its group holds at
+        // the end of that day, week or month.
+        for (_, stretches) in paidPieces {
+            for stretch in Self.joined(stretches) {
+                guard let end = stretch.end else { continue }
+                let group = stretch.period.group
+                for (metric, intervalEnd) in [(AnalyticsMetric.churnedDay, Self.dayEnd(of: end)), (.churnedWeek, Self.weekEnd(of: end)),
+                                              (.churnedMonth, Self.monthEnd(of: end))] {
+                    let entitled = pieces.contains { piece in
+                        piece.start <= intervalEnd && intervalEnd < (piece.end ?? .distantFuture) && piece.group == group
+                    }
+                    if !entitled { add(AnalyticsItem.flowDay(of: end), stretch.period, metric, 1) }
+                }
+            }
+        }
+    }
+
+    /// Stretches of one subscription joined where one starts by the end of
+    /// the one before (a renewal is no end); each keeps its last period.
+    static func joined(_ stretches: [(start: Date, end: Date?, period: Period)]) -> [(start: Date, end: Date?, period: Period)] {
+        var result: [(start: Date, end: Date?, period: Period)] = []
+        for stretch in stretches.sorted(by: { $0.start < $1.start }) {
+            if let last = result.last, stretch.start <= (last.end ?? .distantFuture) {
+                if (stretch.end ?? .distantFuture) >= (last.end ?? .distantFuture) {
+                    result[result.count - 1] = (last.start, stretch.end, stretch.period)
+                }
+            } else {
+                result.append(stretch)
+            }
+        }
+        return result
+    }
+
+    // MARK: Periods
+
+    /// The environment's auto-renewable periods this subscriber held when
+    /// they began (family-shared copies left out), and each by the source
+    /// id the timeline's pieces name (a transaction id or an order id).
+    func periods() -> (periods: [Period], bySource: [String: Period]) {
+        var periods: [Period] = []
+        var bySource: [String: Period] = [:]
+        for (original, records) in ledger.byOriginal.records {
+            // Copies of one paid period (restores) fold into the first.
+            var byPeriod: [String: (period: Period, sources: [String])] = [:]
+            for record in records where record.fact.environment == environment {
+                let fact = record.fact
+                let product = Evaluation.catalogProduct(of: fact, catalog: catalog, readingDuration: false)
+                guard (fact.productType ?? product?.type) == .autoRenewable, fact.details.ownershipType != "FAMILY_SHARED",
+                      ledger.owns(original, environment: environment, at: fact.purchaseDate) else { continue }
+                let key = fact.details.webOrderLineItemID ?? fact.expiresDate.map { "\($0.timeIntervalSince1970)" } ?? fact.transactionID
+                if var known = byPeriod[key] {
+                    known.sources.append(fact.transactionID)
+                    if fact.purchaseDate < known.period.start { known.period.start = fact.purchaseDate }
+                    if known.period.sale.price == nil, fact.details.sale.price != nil { known.period.sale = fact.details.sale }
+                    byPeriod[key] = known
+                    continue
+                }
+                let refund = ledger.refundInEffect(for: fact, isSubscription: true, at: .distantFuture)
+                let counted = refund.flatMap { refund -> (date: Date, share: Int?)? in
+                    // An upgrade's revocation and a family revoke are no refund.
+                    guard fact.details.isUpgraded != true, refund.value.details.revocationType != "FAMILY_REVOKE" else { return nil }
+                    let prorated = refund.value.details.revocationType == "REFUND_PRORATED"
+                    return (refund.date, prorated ? refund.value.details.revocationPercentage : nil)
+                }
+                byPeriod[key] = (Period(unit: original, store: .appStore, productID: fact.productID,
+                                        group: fact.group ?? product?.group ?? fact.productID, start: fact.purchaseDate,
+                                        end: ledger.expiresDate(ofTransaction: fact.transactionID), sale: fact.details.sale,
+                                        refund: counted), [fact.transactionID])
+            }
+            for (period, sources) in byPeriod.values {
+                periods.append(period)
+                for source in sources { bySource[source] = period }
+            }
+        }
+        for token in ledger.playTokens(environment: environment) {
+            let added = playPeriods(token)
+            periods += added.map(\.period)
+            for (source, period) in added { bySource[source] = period }
+        }
+        return (periods, bySource)
+    }
+
+    /// A Play token's orders, each from the end of the one before (or the
+    /// subscription's start) to its latest expiry; a void refunds the
+    /// order it names, or the latest one.
+    func playPeriods(_ token: String) -> [(source: String, period: Period)] {
+        let states = (ledger.playPurchases[token] ?? []).filter { $0.value.environment == environment }.sorted { $0.date < $1.date }
+        guard let first = states.first?.value,
+              let product = first.catalogIDs.lazy.compactMap({ catalog.product(id: $0, store: .googlePlay) }).first,
+              product.type == .autoRenewable,
+              ledger.owns(key: Store.googlePlay.ownershipKey(token, environment: environment), at: first.startTime)
+        else { return [] }
+        var orders: [(id: String, end: Date?, sale: SaleTerms)] = []
+        for state in states {
+            guard let order = state.value.orderID else { continue }
+            if let index = orders.firstIndex(where: { $0.id == order }) {
+                if let expiry = state.value.expiryTime, expiry > (orders[index].end ?? .distantPast) { orders[index].end = expiry }
+                if let sale = state.value.sale { orders[index].sale = sale }
+            } else {
+                orders.append((order, state.value.expiryTime, state.value.sale ?? SaleTerms()))
+            }
+        }
+        let void = ledger.playVoids[token]
+        var result: [(source: String, period: Period)] = []
+        var start = first.startTime
+        for (index, order) in orders.enumerated() {
+            let voided = void.flatMap { void in
+                (void.value.orderID == order.id || (void.value.orderID == nil && index == orders.count - 1)) ? void.date : nil
+            }
+            result.append((order.id, Period(unit: token, store: .googlePlay, productID: product.id, group: product.group,
+                                            start: start, end: order.end, sale: order.sale,
+                                            refund: voided.map { (date: $0, share: Int?.none) })))
+            start = order.end ?? start
+        }
+        return result
+    }
+
+    // MARK: Arithmetic of the definitions
+
+    /// The price per month of a paid period: × 52, 12, 6, 4, 2 or 1 ÷ 12
+    /// when the period spans a week, one, two, three or six months or a
+    /// year exactly; otherwise by its days (× 365 ÷ days ÷ 12).
+    static func monthly(_ price: Amount, _ period: Period) -> Amount? {
+        guard let end = period.end, end > period.start else { return nil }
+        let spans: [(ISODuration, Int64)] = [(ISODuration(weeks: 1), 52), (ISODuration(months: 1), 12), (ISODuration(months: 2), 6),
+                                             (ISODuration(months: 3), 4), (ISODuration(months: 6), 2), (ISODuration(years: 1), 1)]
+        for (duration, perYear) in spans where duration.added(to: period.start) == end {
+            return price.scaled(by: perYear, 12)
+        }
+        let days = Int64((end.timeIntervalSince(period.start) / 86_400).rounded())
+        guard days > 0 else { return nil }
+        return price.scaled(by: 365, days * 12)
+    }
+
+    static func dayEnd(of instant: Date) -> Date {
+        Date(timeIntervalSince1970: Double(AnalyticsItem.flowDay(of: instant) + 1) * 86_400)
+    }
+
+    /// The end of the ISO week (Monday 00:00 UTC) `instant` falls in.
+    static func weekEnd(of instant: Date) -> Date {
+        let day = AnalyticsItem.flowDay(of: instant)
+        // 1970-01-01 was a Thursday: three days after a Monday.
+        let monday = day - ((day + 3) % 7 + 7) % 7
+        return Date(timeIntervalSince1970: Double(monday + 7) * 86_400)
+    }
+
+    /// The first instant of the calendar month after the one `instant` falls in (UTC).
+    static func monthEnd(of instant: Date) -> Date {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.year, .month], from: instant)
+        let start = calendar.date(from: DateComponents(year: parts.year, month: parts.month, day: 1))!
+        return calendar.date(byAdding: .month, value: 1, to: start)!
+    }
+}
