@@ -257,12 +257,7 @@ public struct EventStore: Sendable {
 /// arguments the application's stores bind).
 public enum JSONText {
     /// A JSON string literal of `value`, without a `JSONEncoder`.
-    public static func string(_ value: String) -> String {
-        var out = ""
-        out.reserveCapacity(value.utf8.count + 2)
-        appendString(value, to: &out)
-        return out
-    }
+    public static func string(_ value: String) -> String { JSONStringLiteral.quoted(value) }
 
     /// Appends the JSON string literal of `value` to `out` (`JSONStringLiteral`).
     @inlinable
