@@ -1,4 +1,3 @@
-import JSON
 /// Text that came from outside (a request, an unverified payload, a
 /// receiver's answer) made safe to log or store: control characters and
 /// backslashes escaped (`\n`, `\u{1B}`), so a value cannot forge a log line
