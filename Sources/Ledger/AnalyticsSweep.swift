@@ -39,14 +39,14 @@ struct AnalyticsSweep {
         }
 
         // Stocks: each stretch of access adds from its start and takes away from its end.
-        var paidPieces: [String: [(start: Date, end: Date?, period: Period)]] = [:]
+        var paidPieces: [String: [ActivityTimeline.Piece]] = [:]
         for piece in pieces {
             guard let period = bySource[piece.source] else { continue }
             let metric: AnalyticsMetric = period.isTrial ? .activeTrials : .activeSubscriptions
             add(AnalyticsItem.stockDay(of: piece.start), period, metric, 1)
             if let end = piece.end { add(AnalyticsItem.stockDay(of: end), period, metric, -1) }
             guard !period.isTrial else { continue }
-            paidPieces[period.unit, default: []].append((piece.start, piece.end, period))
+            paidPieces[period.unit, default: []].append(piece)
             if let price = period.sale.price, let currency = period.sale.currency, let monthly = Self.monthly(price, period) {
                 add(AnalyticsItem.stockDay(of: piece.start), period, .mrr, monthly.micros, currency: currency)
                 if let end = piece.end { add(AnalyticsItem.stockDay(of: end), period, .mrr, -monthly.micros, currency: currency) }
@@ -79,35 +79,21 @@ struct AnalyticsSweep {
 
         // Churn: where a paid stretch ends and nothing of its group holds at
         // the end of that day, week or month.
-        for (_, stretches) in paidPieces {
-            for stretch in Self.joined(stretches) {
-                guard let end = stretch.end else { continue }
-                let group = stretch.period.group
+        for (_, unitPieces) in paidPieces {
+            // Joined where one starts by the end of the one before (a renewal
+            // is no end); each keeps the piece, and so the period, that lasts longest.
+            for stretch in ActivityTimeline.merged(unitPieces.sorted { $0.start < $1.start }) {
+                guard let end = stretch.end, let period = bySource[stretch.source] else { continue }
+                let group = period.group
                 for (metric, intervalEnd) in [(AnalyticsMetric.churnedDay, Self.dayEnd(of: end)), (.churnedWeek, Self.weekEnd(of: end)),
                                               (.churnedMonth, Self.monthEnd(of: end))] {
                     let entitled = pieces.contains { piece in
                         piece.start <= intervalEnd && intervalEnd < (piece.end ?? .distantFuture) && piece.group == group
                     }
-                    if !entitled { add(AnalyticsItem.flowDay(of: end), stretch.period, metric, 1) }
+                    if !entitled { add(AnalyticsItem.flowDay(of: end), period, metric, 1) }
                 }
             }
         }
-    }
-
-    /// Stretches of one subscription joined where one starts by the end of
-    /// the one before (a renewal is no end); each keeps its last period.
-    static func joined(_ stretches: [(start: Date, end: Date?, period: Period)]) -> [(start: Date, end: Date?, period: Period)] {
-        var result: [(start: Date, end: Date?, period: Period)] = []
-        for stretch in stretches.sorted(by: { $0.start < $1.start }) {
-            if let last = result.last, stretch.start <= (last.end ?? .distantFuture) {
-                if (stretch.end ?? .distantFuture) >= (last.end ?? .distantFuture) {
-                    result[result.count - 1] = (last.start, stretch.end, stretch.period)
-                }
-            } else {
-                result.append(stretch)
-            }
-        }
-        return result
     }
 
     // MARK: Periods

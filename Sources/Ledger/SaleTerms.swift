@@ -74,22 +74,24 @@ public struct Amount: Sendable, Hashable, Comparable, CustomStringConvertible {
         let negative = (micros < 0) != (numerator < 0)
         let product = micros.magnitude.multipliedFullWidth(by: numerator.magnitude)
         guard product.high < UInt64(denominator) else { return Amount(micros: negative ? .min : .max) }
-        var (quotient, remainder) = UInt64(denominator).dividingFullWidth(product)
-        // Half to even.
-        if remainder * 2 > UInt64(denominator) || (remainder * 2 == UInt64(denominator) && quotient % 2 == 1) { quotient += 1 }
-        guard quotient <= UInt64(Int64.max) else { return Amount(micros: negative ? .min : .max) }
-        return Amount(micros: negative ? -Int64(quotient) : Int64(quotient))
+        let (quotient, remainder) = UInt64(denominator).dividingFullWidth(product)
+        let rounded = Self.roundedHalfEven(quotient, remainder: remainder, divisor: UInt64(denominator))
+        guard rounded <= UInt64(Int64.max) else { return Amount(micros: negative ? .min : .max) }
+        return Amount(micros: negative ? -Int64(rounded) : Int64(rounded))
     }
 
     /// `value` ÷ `divisor` rounded half to even (`divisor` > 0).
     static func divideHalfEven(_ value: Int64, _ divisor: Int64) -> Int64 {
-        var quotient = value / divisor
-        let remainder = value % divisor
-        let twice = remainder.magnitude * 2
-        if twice > divisor.magnitude || (twice == divisor.magnitude && quotient % 2 != 0) {
-            quotient += value < 0 ? -1 : 1
-        }
-        return quotient
+        let (quotient, remainder) = value.magnitude.quotientAndRemainder(dividingBy: divisor.magnitude)
+        let rounded = roundedHalfEven(quotient, remainder: remainder, divisor: divisor.magnitude)
+        return value < 0 ? Int64(truncatingIfNeeded: 0 &- rounded) : Int64(rounded)
+    }
+
+    /// The one rounding rule: a magnitude's `quotient` rounded half to even
+    /// by the `remainder` its division by `divisor` left.
+    static func roundedHalfEven(_ quotient: UInt64, remainder: UInt64, divisor: UInt64) -> UInt64 {
+        let twice = remainder * 2  // remainder < divisor ≤ Int64.max: no overflow
+        return twice > divisor || (twice == divisor && quotient % 2 == 1) ? quotient + 1 : quotient
     }
 }
 

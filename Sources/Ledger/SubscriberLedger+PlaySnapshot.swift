@@ -20,12 +20,7 @@ extension SnapshotWriter {
         int(fact.quantity)
         string(fact.source)
         // Format 3: the sale.
-        optional(fact.sale) { out, sale in
-            out.optional(sale.price) { $0.int($1.micros) }
-            out.optional(sale.currency) { $0.string($1) }
-            out.optional(sale.offerDiscount) { $0.string($1.rawValue) }
-            out.optional(sale.storefront) { $0.string($1) }
-        }
+        optional(fact.sale) { $0.sale($1) }
     }
 
     mutating func playVoid(_ fact: GooglePlayVoid) {
@@ -52,10 +47,7 @@ extension SnapshotReader {
             startTime: try date(), expiryTime: try optional { try $0.date() }, autoRenew: try optional { try $0.bool() },
             linkedPurchaseToken: try optional { try $0.string() }, acknowledged: try bool(), observedAt: try date(),
             environment: try named(Environment.self), quantity: Int(try int()), source: try string(),
-            sale: try optional { reader in
-                SaleTerms(price: try reader.optional { Amount(micros: try $0.int()) }, currency: try reader.optional { try $0.string() },
-                          offerDiscount: try reader.optional { try $0.offerDiscount() }, storefront: try reader.optional { try $0.string() })
-            })
+            sale: try optional { try $0.sale() })
     }
 
     mutating func playVoid() throws -> GooglePlayVoid {

@@ -155,10 +155,15 @@ struct SnapshotWriter {
         optional(fact.details.webOrderLineItemID) { $0.string($1) }
         optional(fact.details.isUpgraded) { $0.bool($1) }
         // Format 3: the sale terms.
-        optional(fact.details.sale.price) { $0.int($1.micros) }
-        optional(fact.details.sale.currency) { $0.string($1) }
-        optional(fact.details.sale.offerDiscount) { $0.string($1.rawValue) }
-        optional(fact.details.sale.storefront) { $0.string($1) }
+        sale(fact.details.sale)
+    }
+
+    /// A sale's four optional parts (a transaction's, a Play purchase's).
+    mutating func sale(_ sale: SaleTerms) {
+        optional(sale.price) { $0.int($1.micros) }
+        optional(sale.currency) { $0.string($1) }
+        optional(sale.offerDiscount) { $0.string($1.rawValue) }
+        optional(sale.storefront) { $0.string($1) }
     }
 
     mutating func refund(_ fact: RefundFact) {
@@ -332,11 +337,12 @@ struct SnapshotReader {
             details: AppleTransactionDetails(ownershipType: try optional { try $0.string() },
                                              offerType: try optional { Int(try $0.int()) },
                                              webOrderLineItemID: try optional { try $0.string() },
-                                             isUpgraded: try optional { try $0.bool() },
-                                             sale: SaleTerms(price: try optional { Amount(micros: Int64(try $0.int())) },
-                                                             currency: try optional { try $0.string() },
-                                                             offerDiscount: try optional { try $0.offerDiscount() },
-                                                             storefront: try optional { try $0.string() })))
+                                             isUpgraded: try optional { try $0.bool() }, sale: try sale()))
+    }
+
+    mutating func sale() throws -> SaleTerms {
+        SaleTerms(price: try optional { Amount(micros: try $0.int()) }, currency: try optional { try $0.string() },
+                  offerDiscount: try optional { try $0.offerDiscount() }, storefront: try optional { try $0.string() })
     }
 
     mutating func offerDiscount() throws -> OfferDiscount {

@@ -150,15 +150,16 @@ extension Bench {
     }
 
     /// Waits (up to 10 s) until the service answers `GET /health` with 200.
-    static func waitUntilServing(port: Int) async throws {
+    /// Waits until `GET path` on `port` answers 200 (the service's health, the fake Google's keys).
+    static func waitUntilServing(port: Int, path: String = "/health") async throws {
         for _ in 0..<200 {
             let status = try? await onThread(named: "bench-health") {
-                try HTTPLoadConnection(port: port, timeout: .seconds(1)).exchange(HTTPLoadConnection.request("GET", "/health")).status
+                try HTTPLoadConnection(port: port, timeout: .seconds(1)).exchange(HTTPLoadConnection.request("GET", path)).status
             }
             if status == 200 { return }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw BenchFailure(description: "the service did not answer /health on port \(port)")
+        throw BenchFailure(description: "nothing answered \(path) on port \(port)")
     }
 
 }

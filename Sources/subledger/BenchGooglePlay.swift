@@ -63,7 +63,7 @@ extension Bench {
         let googleTask = Task { try await google.runService(gracefulShutdownSignals: []) }
         defer { googleTask.cancel() }
         await fake.setBaseURL("http://127.0.0.1:\(fakePort)")
-        try await Self.waitUntilAnswering(port: fakePort, path: "/certs")
+        try await Self.waitUntilServing(port: fakePort, path: "/certs")
 
         let key = try ServiceAccountKey(json: account.json(tokenURI: await fake.tokenURI))
         var settings = GooglePlayAPISettings()
@@ -138,17 +138,5 @@ extension Bench {
                                  fetches: await fake.callCount(.subscriptionsV2Get),
                                  acknowledgements: await fake.callCount(.subscriptionsAcknowledge),
                                  acknowledgementRate: Double(acknowledged) / drained.inSeconds)
-    }
-
-    /// Waits until something answers HTTP on `port` (any status).
-    static func waitUntilAnswering(port: Int, path: String) async throws {
-        for _ in 0..<200 {
-            let answered = try? await onThread(named: "bench-wait") {
-                try HTTPLoadConnection(port: port, timeout: .seconds(1)).exchange(HTTPLoadConnection.request("GET", path)).status
-            }
-            if answered != nil { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        throw BenchFailure(description: "nothing answered on port \(port)")
     }
 }
