@@ -88,21 +88,28 @@ extension EventStore {
             for table in consumer.tables { try await connection.query("SELECT subledger_shadow_create(\(table))") }
         }
         let ranges = try await streamRanges(prefix: consumer.streamPrefix, count: max(1, workers), on: connection)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (index, range) in ranges.enumerated() {
-                group.addTask {
-                    if index == 0 {
-                        try await load(range, consumer: consumer, chunkSize: chunkSize, counter: counter, progress: progress,
-                                       snapshots: loaded, on: connection)
-                    } else {
-                        try await pool.withConnection { other in
-                            try await load(range, consumer: consumer, chunkSize: chunkSize, counter: counter,
-                                           progress: progress, snapshots: loaded, on: other)
+        // What the consumer read for the load (keys, sums) is dropped whether it succeeds or not.
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (index, range) in ranges.enumerated() {
+                    group.addTask {
+                        if index == 0 {
+                            try await load(range, consumer: consumer, chunkSize: chunkSize, counter: counter, progress: progress,
+                                           snapshots: loaded, on: connection)
+                        } else {
+                            try await pool.withConnection { other in
+                                try await load(range, consumer: consumer, chunkSize: chunkSize, counter: counter,
+                                               progress: progress, snapshots: loaded, on: other)
+                            }
                         }
                     }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
+            try await consumer.finishLoad(into: .shadow, on: connection)
+        } catch {
+            consumer.finishLoad()
+            throw error
         }
         consumer.finishLoad()
         try await afterLoad()

@@ -54,6 +54,9 @@ public protocol StreamwiseConsumer: EventConsumer {
     func prepareLoad(on connection: Connection) async throws
     /// After the load: drops what `prepareLoad` read.
     func finishLoad()
+    /// After every worker's load, before the shadows are indexed: writes
+    /// what the consumer kept across parts (sums over every stream).
+    func finishLoad(into tables: ProjectionTables, on connection: Connection) async throws
 }
 
 extension StreamwiseConsumer {
@@ -65,6 +68,7 @@ extension StreamwiseConsumer {
     public func prepareSwap(on connection: Connection) async throws {}
     public func prepareLoad(on connection: Connection) async throws {}
     public func finishLoad() {}
+    public func finishLoad(into tables: ProjectionTables, on connection: Connection) async throws {}
 }
 
 /// The part of the log one rebuild worker reads: the streams of a prefix with

@@ -44,6 +44,8 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
     let readModels = ReadModelQueries(pool: reads.pool, share: reads.listings)
     SubscriptionsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
     StatsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
+    AnalyticsController(store: AnalyticsStore(pool: reads.pool, share: reads.listings), keys: keys, now: reader.now)
+        .addRoutes(to: router)
     ParkedReplayController(store: dependencies.store, consumers: Projections.all(store: dependencies.store, catalog: dependencies.catalog.catalog),
                            keys: keys)
         .addRoutes(to: router)

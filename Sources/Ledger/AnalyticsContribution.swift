@@ -26,6 +26,19 @@ public enum AnalyticsMetric: String, Sendable, Hashable, CaseIterable, Comparabl
     case churnedDay = "churned_day"
     case churnedWeek = "churned_week"
     case churnedMonth = "churned_month"
+    // Cohorts.
+    /// A free trial that a paid period of the same subscription followed,
+    /// on the trial's start day (the cohort of trials begun that day).
+    case trialsConverted = "trials_converted"
+    /// A subscription paying at the end of the `offset + 1`-th week or month
+    /// after its cohort's, under the day its cohort starts (a Monday or a
+    /// month's first day). The cohort is the interval of its first paid
+    /// period's start.
+    case retainedWeek = "retained_week"
+    case retainedMonth = "retained_month"
+
+    /// Kept per cohort and offset (`analytics_retention`), not per day.
+    public var isRetention: Bool { self == .retainedWeek || self == .retainedMonth }
 
     public static func < (left: Self, right: Self) -> Bool { left.rawValue < right.rawValue }
 }
@@ -39,16 +52,19 @@ public struct AnalyticsItem: Sendable, Hashable {
     /// An ISO 4217 code for amounts; empty for counts.
     public var currency: String
     public var metric: AnalyticsMetric
+    /// For retention: how many intervals after the cohort's (0: the next one). 0 otherwise.
+    public var offset: Int
     public var value: Int64
 
     public init(day: Int, environment: Environment, store: Store, productID: String, currency: String = "",
-                metric: AnalyticsMetric, value: Int64) {
+                metric: AnalyticsMetric, offset: Int = 0, value: Int64) {
         self.day = day
         self.environment = environment
         self.store = store
         self.productID = productID
         self.currency = currency
         self.metric = metric
+        self.offset = offset
         self.value = value
     }
 
@@ -77,10 +93,10 @@ extension SubscriberLedger {
         }
         return sums.compactMap { key, value in
             value == 0 ? nil : AnalyticsItem(day: key.day, environment: key.environment, store: key.store, productID: key.productID,
-                                             currency: key.currency, metric: key.metric, value: value)
+                                             currency: key.currency, metric: key.metric, offset: key.offset, value: value)
         }.sorted {
-            ($0.day, $0.environment.rawValue, $0.store.rawValue, $0.productID, $0.currency, $0.metric)
-                < ($1.day, $1.environment.rawValue, $1.store.rawValue, $1.productID, $1.currency, $1.metric)
+            ($0.day, $0.environment.rawValue, $0.store.rawValue, $0.productID, $0.currency, $0.metric.rawValue + "/\($0.offset)")
+                < ($1.day, $1.environment.rawValue, $1.store.rawValue, $1.productID, $1.currency, $1.metric.rawValue + "/\($1.offset)")
         }
     }
 }
@@ -92,4 +108,5 @@ struct AnalyticsKey: Hashable {
     var productID: String
     var currency: String
     var metric: AnalyticsMetric
+    var offset = 0
 }

@@ -32,9 +32,9 @@ struct AnalyticsSweep {
         guard !periods.isEmpty else { return }
         let pieces = ActivityTimeline(ledger: ledger, catalog: catalog, environment: environment).pieces
             .filter { $0.type == .autoRenewable }
-        func add(_ day: Int, _ period: Period, _ metric: AnalyticsMetric, _ value: Int64, currency: String = "") {
+        func add(_ day: Int, _ period: Period, _ metric: AnalyticsMetric, _ value: Int64, currency: String = "", offset: Int = 0) {
             let key = AnalyticsKey(day: day, environment: environment, store: period.store, productID: period.productID,
-                                   currency: currency, metric: metric)
+                                   currency: currency, metric: metric, offset: offset)
             sums[key, default: 0] += value
         }
 
@@ -63,7 +63,11 @@ struct AnalyticsSweep {
                     add(day, period, .trialStarts, 1)
                 } else {
                     add(day, period, paidBefore ? .renewals : .newSubscriptions, 1)
-                    if !paidBefore, previous?.isTrial == true { add(day, period, .trialConversions, 1) }
+                    if !paidBefore, let trial = previous, trial.isTrial {
+                        add(day, period, .trialConversions, 1)
+                        add(AnalyticsItem.flowDay(of: trial.start), trial, .trialsConverted, 1)
+                    }
+                    if !paidBefore { addRetention(of: period, paying: paidPieces[period.unit] ?? [], add) }
                     paidBefore = true
                     if let price = period.sale.price, let currency = period.sale.currency {
                         add(day, period, .revenue, price.micros, currency: currency)
@@ -92,6 +96,29 @@ struct AnalyticsSweep {
                     }
                     if !entitled { add(AnalyticsItem.flowDay(of: end), period, metric, 1) }
                 }
+            }
+        }
+    }
+
+    /// Retention of the subscription whose first paid period is `first`:
+    /// for each week and month after its cohort's, whether one of its paid
+    /// stretches holds at that interval's end (as the stock counts it).
+    private func addRetention(of first: Period, paying pieces: [ActivityTimeline.Piece],
+                              _ add: (Int, Period, AnalyticsMetric, Int64, String, Int) -> Void) {
+        guard let last = pieces.lazy.map({ $0.end ?? .distantFuture }).max() else { return }
+        for (metric, cohortStart, next) in [(AnalyticsMetric.retainedWeek, Self.weekStart(of: first.start), Self.weekEnd(of:)),
+                                            (.retainedMonth, Self.monthStart(of: first.start), Self.monthEnd(of:))] {
+            let cohortDay = AnalyticsItem.flowDay(of: cohortStart)
+            var end = next(next(cohortStart))
+            var offset = 0
+            // Past the last paid stretch nothing is retained; a subscription
+            // that never ends is counted for 20 years of intervals.
+            while end <= last, offset < 1_100 {
+                if pieces.contains(where: { $0.start <= end && end < ($0.end ?? .distantFuture) }) {
+                    add(cohortDay, first, metric, 1, "", offset)
+                }
+                offset += 1
+                end = next(end)
             }
         }
     }
@@ -201,20 +228,31 @@ struct AnalyticsSweep {
         Date(timeIntervalSince1970: Double(AnalyticsItem.flowDay(of: instant) + 1) * 86_400)
     }
 
-    /// The end of the ISO week (Monday 00:00 UTC) `instant` falls in.
-    static func weekEnd(of instant: Date) -> Date {
+    /// The start of the ISO week (Monday 00:00 UTC) `instant` falls in.
+    static func weekStart(of instant: Date) -> Date {
         let day = AnalyticsItem.flowDay(of: instant)
         // 1970-01-01 was a Thursday: three days after a Monday.
         let monday = day - ((day + 3) % 7 + 7) % 7
-        return Date(timeIntervalSince1970: Double(monday + 7) * 86_400)
+        return Date(timeIntervalSince1970: Double(monday) * 86_400)
+    }
+
+    /// The end of the ISO week `instant` falls in.
+    static func weekEnd(of instant: Date) -> Date { weekStart(of: instant) + 7 * 86_400 }
+
+    /// The first instant of the calendar month `instant` falls in (UTC).
+    static func monthStart(of instant: Date) -> Date {
+        let parts = utc.dateComponents([.year, .month], from: instant)
+        return utc.date(from: DateComponents(year: parts.year, month: parts.month, day: 1))!
     }
 
     /// The first instant of the calendar month after the one `instant` falls in (UTC).
     static func monthEnd(of instant: Date) -> Date {
+        utc.date(byAdding: .month, value: 1, to: monthStart(of: instant))!
+    }
+
+    private static let utc: Calendar = {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.year, .month], from: instant)
-        let start = calendar.date(from: DateComponents(year: parts.year, month: parts.month, day: 1))!
-        return calendar.date(byAdding: .month, value: 1, to: start)!
-    }
+        return calendar
+    }()
 }

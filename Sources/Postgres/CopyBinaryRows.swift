@@ -85,6 +85,12 @@ public struct CopyBinaryRows: Sendable {
         Self.put(value, into: &bytes)
     }
 
+    /// A `bytea` value.
+    public mutating func append(bytes value: [UInt8]) {
+        Self.put(Int32(value.count), into: &bytes)
+        bytes.append(contentsOf: value)
+    }
+
     public mutating func appendNull() {
         Self.put(Int32(-1), into: &bytes)
     }

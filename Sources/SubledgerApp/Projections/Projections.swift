@@ -7,10 +7,11 @@ import ServiceLifecycle
 /// The projections fed from the event log: what `serve` runs, `/health`
 /// reports the lag of, and `subledger rebuild` replays.
 public enum Projections {
-    public static let names = [ReminderProjection.consumerName, SubscriptionProjection.consumerName]
+    public static let names = [ReminderProjection.consumerName, SubscriptionProjection.consumerName, AnalyticsProjection.consumerName]
 
     public static func all(store: EventStore, catalog: Catalog) -> [any EventConsumer] {
-        [ReminderProjection(store: store, catalog: catalog), SubscriptionProjection(store: store, catalog: catalog)]
+        [ReminderProjection(store: store, catalog: catalog), SubscriptionProjection(store: store, catalog: catalog),
+         AnalyticsProjection(catalog: catalog)]
     }
 }
 

@@ -29,22 +29,9 @@ public struct SubscriptionProjection: EventConsumer {
     }
 
     public func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws {
-        var pseudonyms: [String] = []
-        var seen = Set<String>()
-        for event in events {
-            guard let pseudonym = SubscriberStreams.pseudonym(ofStream: event.streamID), seen.insert(pseudonym).inserted else { continue }
-            pseudonyms.append(pseudonym)
-        }
-        guard !pseudonyms.isEmpty else { return }
-        // Resolved to subscribers in the reading statement.
-        let loaded = try await SubscriberSnapshots.load(pseudonyms: pseudonyms, on: connection)
-        var models = loaded.values.map { $0.ledger.readModel(catalog: catalog) }
-        // An erased subscriber's rows are under its pseudonym (erasure moved
-        // them): folded from its stream, sealed fields and all, as a rebuild does.
-        let resolved = Set(loaded.keys.map(SubscriberPseudonyms.pseudonym(for:)))
-        for pseudonym in pseudonyms where !resolved.contains(pseudonym) {
-            models.append(try await SubscriberStreams.erasedLedger(pseudonym: pseudonym, on: connection).readModel(catalog: catalog))
-        }
+        let (loaded, erased) = try await SubscriberStreams.ledgers(of: events, on: connection)
+        guard !loaded.isEmpty || !erased.isEmpty else { return }
+        let models = (loaded.values.map(\.ledger) + erased.values).map { $0.readModel(catalog: catalog) }
         // A ledger read with a long tail is stored again, in the same round trip.
         let snapshots = SubscriberSnapshots.saveStatement(loaded.values.filter(\.isSnapshotDue))
         try await ReadModelRows.replace(models, alongside: snapshots.map { [$0] } ?? [], into: tables, on: connection)
@@ -72,24 +59,7 @@ extension SubscriptionProjection: StreamwiseConsumer {
         var models: [SubscriberReadModel] = []
         models.reserveCapacity(streams.count)
         for index in streams.indices {
-            guard let pseudonym = SubscriberStreams.pseudonym(ofStream: streams[index].streamID) else { continue }
-            // An erased subscriber's rows are under its pseudonym; its sealed
-            // fields stay sealed (the read models count none of them).
-            let entry = keyring.entry(forPseudonym: pseudonym)
-            let subscriberID = entry?.subscriberID ?? pseudonym
-            // The events are moved into the ledger, not copied: taken out of
-            // the page (its only holder), reversed, and popped off the end,
-            // each event's strings change hands without being retained for
-            // the ledger and released with the page.
-            var events: [RecordedLedgerEvent] = []
-            swap(&events, &streams[index].events)
-            var ledger = SubscriberLedger(subscriberID: subscriberID, capacity: events.count)
-            events.reverseByMoving()
-            if let key = entry?.key {
-                while let event = events.popLast() { ledger.apply(try SubscriberStreams.opened(event, key: key, pseudonym: pseudonym)) }
-            } else {
-                while let event = events.popLast() { ledger.apply(event) }
-            }
+            guard let (_, ledger) = try keyring.ledger(taking: &streams[index]) else { continue }
             models.append(ledger.readModel(catalog: catalog))
         }
         return models
@@ -97,6 +67,32 @@ extension SubscriptionProjection: StreamwiseConsumer {
 
     public func insert(_ parts: [[SubscriberReadModel]], into tables: ProjectionTables, on connection: Connection) async throws {
         try await ReadModelRows.insert(parts.flatMap { $0 }, into: tables, on: connection)
+    }
+}
+
+extension SubscriberKeyring {
+    /// The ledger of a subscriber's whole stream, and its pseudonym (nil:
+    /// not a subscriber's stream). An erased subscriber's ledger is named
+    /// by its pseudonym and keeps its sealed fields sealed (the read models
+    /// count none of them).
+    ///
+    /// The events are moved into the ledger, not copied: taken out of the
+    /// page (its only holder), reversed, and popped off the end, each
+    /// event's strings change hands without being retained for the ledger
+    /// and released with the page.
+    func ledger(taking stream: inout StreamEvents<RecordedLedgerEvent>) throws -> (pseudonym: String, ledger: SubscriberLedger)? {
+        guard let pseudonym = SubscriberStreams.pseudonym(ofStream: stream.streamID) else { return nil }
+        let entry = entry(forPseudonym: pseudonym)
+        var events: [RecordedLedgerEvent] = []
+        swap(&events, &stream.events)
+        var ledger = SubscriberLedger(subscriberID: entry?.subscriberID ?? pseudonym, capacity: events.count)
+        events.reverseByMoving()
+        if let key = entry?.key {
+            while let event = events.popLast() { ledger.apply(try SubscriberStreams.opened(event, key: key, pseudonym: pseudonym)) }
+        } else {
+            while let event = events.popLast() { ledger.apply(event) }
+        }
+        return (pseudonym, ledger)
     }
 }
 

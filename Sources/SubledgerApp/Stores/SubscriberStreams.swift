@@ -124,6 +124,30 @@ public enum SubscriberStreams {
         return try await SubscriberKeys.entries(pseudonyms, on: connection).mapValues(\.subscriberID)
     }
 
+    /// The ledgers of the subscribers whose streams hold `events`: those
+    /// whose keys exist by pseudonym (resolved to subscribers in the reading
+    /// statement), and erased ones, folded from their streams with sealed
+    /// fields sealed, as a rebuild does (`erasedLedger`).
+    static func ledgers(of events: [RecordedEvent], on connection: Connection) async throws
+        -> (loaded: [String: LoadedLedger], erased: [String: SubscriberLedger]) {
+        var pseudonyms: [String] = []
+        var seen = Set<String>()
+        for event in events {
+            guard let pseudonym = pseudonym(ofStream: event.streamID), seen.insert(pseudonym).inserted else { continue }
+            pseudonyms.append(pseudonym)
+        }
+        guard !pseudonyms.isEmpty else { return ([:], [:]) }
+        var loaded: [String: LoadedLedger] = [:]
+        for (subscriberID, ledger) in try await SubscriberSnapshots.load(pseudonyms: pseudonyms, on: connection) {
+            loaded[SubscriberPseudonyms.pseudonym(for: subscriberID)] = ledger
+        }
+        var erased: [String: SubscriberLedger] = [:]
+        for pseudonym in pseudonyms where loaded[pseudonym] == nil {
+            erased[pseudonym] = try await erasedLedger(pseudonym: pseudonym, on: connection)
+        }
+        return (loaded, erased)
+    }
+
     /// An erased subscriber's ledger, named by its pseudonym, folded from
     /// its whole stream with personal fields sealed (no key opens them):
     /// what its read-model rows are computed from, live and in a rebuild.

@@ -1,0 +1,87 @@
+import Foundation
+import Hummingbird
+import JSON
+import Ledger
+import SubledgerApp
+
+/// `GET /v1/analytics` and `GET /v1/analytics/cohorts` (support, admin): the
+/// subscription metrics of docs/analytics.md, as JSON or, with
+/// `Accept: text/csv`, as CSV.
+struct AnalyticsController {
+    let store: AnalyticsStore
+    let keys: APIKeys
+    let now: @Sendable () -> Date
+
+    func addRoutes(to router: Router<AppRequestContext>) {
+        router.group("v1/analytics")
+            .add(middleware: AuthMiddleware(keys: keys, access: .support))
+            .get(use: series)
+            .get("cohorts", use: cohorts)
+    }
+
+    @Sendable func series(request: Request, context: AppRequestContext) async throws -> Response {
+        let (query, intervals) = try Self.query(request, now: now(), defaultInterval: .day)
+        let series = try await store.series(query, intervals: intervals)
+        if Self.wantsCSV(request) { return Self.csv(series.csvRows) }
+        return .json(bytes: Array(series.json(from: intervals.first?.start ?? query.from, to: query.to).utf8))
+    }
+
+    @Sendable func cohorts(request: Request, context: AppRequestContext) async throws -> Response {
+        let now = now()
+        let (query, intervals) = try Self.query(request, now: now, defaultInterval: .month)
+        guard query.interval != .day else {
+            throw LedgerError.invalidField("interval", expected: "week or month", got: "day")
+        }
+        let cohorts = try await store.cohorts(query, intervals: intervals, now: now)
+        if Self.wantsCSV(request) { return Self.csv(cohorts.csvRows) }
+        return .json(bytes: Array(cohorts.json(interval: query.interval).utf8))
+    }
+
+    /// The query's parameters, each refused with 400 naming it; `from`
+    /// defaults to 30 intervals before `to`, which defaults to now.
+    static func query(_ request: Request, now: Date, defaultInterval: AnalyticsInterval) throws
+        -> (AnalyticsQuery, [(start: Date, end: Date)]) {
+        var metrics = AnalyticsReportMetric.allCases
+        if let text = request.uri.queryParameters.get("metrics") {
+            metrics = []
+            for name in text.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let metric = AnalyticsReportMetric(rawValue: String(name)) else {
+                    throw LedgerError.invalidField(
+                        "metrics", expected: "a comma-separated list of "
+                            + AnalyticsReportMetric.allCases.map(\.rawValue).joined(separator: ", "),
+                        got: String(name.prefix(64)))
+                }
+                if !metrics.contains(metric) { metrics.append(metric) }
+            }
+        }
+        let interval = try RequestInput.choice("interval", in: request, as: AnalyticsInterval.self) ?? defaultInterval
+        let to = try RequestInput.instant("to", in: request) ?? now
+        var from = try RequestInput.instant("from", in: request)
+        if from == nil {
+            var start = interval.start(of: to)
+            for _ in 0..<30 { start = interval.start(of: start - 1) }
+            from = start
+        }
+        guard let from, from < to else {
+            throw LedgerError.invalidField("from", expected: "an instant before 'to' (\(RFC3339.format(to)))")
+        }
+        guard let intervals = interval.intervals(from: from, to: to, limit: AnalyticsQuery.maximumIntervals) else {
+            throw LedgerError.invalidField("from", expected: "at most \(AnalyticsQuery.maximumIntervals) \(interval.rawValue)s before 'to'")
+        }
+        let query = AnalyticsQuery(
+            metrics: metrics, from: from, to: to, interval: interval, environment: try RequestInput.environment(in: request),
+            store: try RequestInput.choice("store", in: request, as: Store.self),
+            productID: try RequestInput.identifier("productId", in: request),
+            groupBy: try RequestInput.choice("groupBy", in: request, as: AnalyticsQuery.GroupBy.self) ?? .none)
+        return (query, intervals)
+    }
+
+    static func wantsCSV(_ request: Request) -> Bool {
+        request.headers[.accept]?.lowercased().contains("text/csv") == true
+    }
+
+    static func csv(_ rows: [[String]]) -> Response {
+        Response(status: .ok, headers: [.contentType: "text/csv; charset=utf-8"],
+                 body: .init(byteBuffer: ByteBuffer(string: AnalyticsText.csv(rows))))
+    }
+}

@@ -1,0 +1,155 @@
+import EventStore
+import Foundation
+import JSON
+import Ledger
+import Postgres
+
+/// The analytics projection's tables (`sql/0033_analytics.sql`): sums of
+/// subscribers' contributions per day (and per year for stocks) and per
+/// cohort, and each subscriber's last contribution.
+enum AnalyticsRows {
+    static let tables = ["analytics_days", "analytics_years", "analytics_retention", "analytics_contributions"]
+
+    /// One sum the tables keep: a day's (or a cohort's, for retention) value
+    /// of a metric for one environment, store, product and currency.
+    struct Cell: Hashable, Comparable {
+        var environment: Environment
+        var metric: AnalyticsMetric
+        var day: Int
+        var offset: Int
+        var store: Store
+        var productID: String
+        var currency: String
+
+        init(_ item: AnalyticsItem) {
+            (environment, metric, day, offset, store, productID, currency) =
+                (item.environment, item.metric, item.day, item.offset, item.store, item.productID, item.currency)
+        }
+
+        static func < (left: Cell, right: Cell) -> Bool {
+            (left.environment.rawValue, left.metric.rawValue, left.day, left.offset, left.store.rawValue, left.productID + "\u{0}" + left.currency)
+                < (right.environment.rawValue, right.metric.rawValue, right.day, right.offset, right.store.rawValue,
+                   right.productID + "\u{0}" + right.currency)
+        }
+    }
+
+    /// Stocks are kept per year as well: their value at a day's end sums every delta before it.
+    static let stocks: Set<AnalyticsMetric> = [.activeSubscriptions, .activeTrials, .mrr]
+
+    static func add(_ items: [AnalyticsItem], times sign: Int64, to sums: inout [Cell: Int64]) {
+        for item in items { sums[Cell(item), default: 0] += sign * item.value }
+    }
+
+    /// Statements that add `sums` to the tables: one per table, each row
+    /// once, in key order (two writers lock rows in the same order). With
+    /// `adding` false the rows are new (a rebuild's load, before the
+    /// shadows have their keys): plain inserts.
+    static func additions(_ sums: [Cell: Int64], into tables: ProjectionTables, adding: Bool = true) -> [PostgresQuery] {
+        var days = "", retention = ""
+        var years: [Cell: Int64] = [:]
+        for (cell, value) in sums.sorted(by: { $0.key < $1.key }) where value != 0 {
+            let row = """
+                {"e":\(JSONStringLiteral.quoted(cell.environment.rawValue)),"m":\(JSONStringLiteral.quoted(cell.metric.rawValue)),"d":\(cell.day),\
+                "k":\(cell.offset),"s":\(JSONStringLiteral.quoted(cell.store.rawValue)),"p":\(JSONStringLiteral.quoted(cell.productID)),\
+                "c":\(JSONStringLiteral.quoted(cell.currency)),"v":\(value)}
+                """
+            if cell.metric.isRetention {
+                retention += (retention.isEmpty ? "" : ",") + row
+            } else {
+                days += (days.isEmpty ? "" : ",") + row
+            }
+            if stocks.contains(cell.metric) {
+                var year = cell
+                year.day = Self.year(ofDay: cell.day)
+                years[year, default: 0] += value
+            }
+        }
+        var yearRows = ""
+        for (cell, value) in years.sorted(by: { $0.key < $1.key }) where value != 0 {
+            yearRows += (yearRows.isEmpty ? "" : ",") + """
+                {"e":\(JSONStringLiteral.quoted(cell.environment.rawValue)),"m":\(JSONStringLiteral.quoted(cell.metric.rawValue)),"d":\(cell.day),\
+                "s":\(JSONStringLiteral.quoted(cell.store.rawValue)),"p":\(JSONStringLiteral.quoted(cell.productID)),\
+                "c":\(JSONStringLiteral.quoted(cell.currency)),"v":\(value)}
+                """
+        }
+        func upsert(_ table: String, _ columns: String, _ values: String, _ key: String) -> String {
+            let name = tables.name(table)
+            return """
+                INSERT INTO \(name) (\(columns)) \(values)
+                \(adding ? "ON CONFLICT (\(key)) DO UPDATE SET value = \(name).value + excluded.value" : "")
+                """
+        }
+        var statements: [PostgresQuery] = []
+        let recordset = "AS x(e text, m text, d int, k int, s text, p text, c text, v bigint)"
+        if !days.isEmpty {
+            let sql = upsert("analytics_days", "environment, metric, day, store, product_id, currency, value",
+                             "SELECT e, m, DATE '1970-01-01' + d, s, p, c, v FROM jsonb_to_recordset($1::jsonb) \(recordset)",
+                             "environment, metric, day, store, product_id, currency")
+            statements.append(PostgresQuery(unsafeSQL: sql, binds: ["[" + days + "]"]))
+        }
+        if !yearRows.isEmpty {
+            let sql = upsert("analytics_years", "environment, metric, year, store, product_id, currency, value",
+                             "SELECT e, m, d, s, p, c, v FROM jsonb_to_recordset($1::jsonb) \(recordset)",
+                             "environment, metric, year, store, product_id, currency")
+            statements.append(PostgresQuery(unsafeSQL: sql, binds: ["[" + yearRows + "]"]))
+        }
+        if !retention.isEmpty {
+            let sql = upsert("analytics_retention", "environment, metric, cohort, k, store, product_id, value",
+                             "SELECT e, m, DATE '1970-01-01' + d, k, s, p, v FROM jsonb_to_recordset($1::jsonb) \(recordset)",
+                             "environment, metric, cohort, k, store, product_id")
+            statements.append(PostgresQuery(unsafeSQL: sql, binds: ["[" + retention + "]"]))
+        }
+        return statements
+    }
+
+    /// Stores each subscriber's new contribution (an empty one: none).
+    static func storing(_ contributions: [(pseudonym: String, items: [UInt8]?)], into tables: ProjectionTables) -> [PostgresQuery] {
+        let stored = contributions.filter { $0.items != nil }.sorted { $0.pseudonym < $1.pseudonym }
+        let removed = contributions.filter { $0.items == nil }.map(\.pseudonym).sorted()
+        var statements: [PostgresQuery] = []
+        let name = tables.name("analytics_contributions")
+        if !stored.isEmpty {
+            let rows = stored.map { "[\(JSONStringLiteral.quoted($0.pseudonym)),\(JSONStringLiteral.quoted(Data($0.items!).base64EncodedString()))]" }
+            statements.append(PostgresQuery(unsafeSQL: """
+                INSERT INTO \(name) (pseudonym, items)
+                SELECT x->>0, decode(x->>1, 'base64') FROM jsonb_array_elements($1::jsonb) AS x
+                ON CONFLICT (pseudonym) DO UPDATE SET items = excluded.items
+                """, binds: ["[" + rows.joined(separator: ",") + "]"]))
+        }
+        if !removed.isEmpty {
+            statements.append(PostgresQuery(unsafeSQL: """
+                DELETE FROM \(name) WHERE pseudonym IN (SELECT jsonb_array_elements_text($1::jsonb))
+                """, binds: [JSONArgument.strings(removed).text]))
+        }
+        return statements
+    }
+
+    /// The stored contributions of `pseudonyms`.
+    static func contributions(of pseudonyms: [String], in tables: ProjectionTables, on connection: Connection) async throws
+        -> [String: [UInt8]] {
+        var stored: [String: [UInt8]] = [:]
+        for row in try await connection.query(PostgresQuery(unsafeSQL: """
+            SELECT pseudonym, items FROM \(tables.name("analytics_contributions"))
+            WHERE pseudonym IN (SELECT jsonb_array_elements_text($1::jsonb))
+            """, binds: [JSONArgument.strings(pseudonyms).text])) {
+            stored[try row.decode(String.self, at: 0)] = Array(try row.decode(Data.self, at: 1))
+        }
+        return stored
+    }
+
+    static func deleteAll(on connection: Connection) async throws {
+        try await connection.query(PostgresQuery(unsafeSQL: "TRUNCATE " + tables.joined(separator: ", ")))
+    }
+
+    /// The calendar year (UTC) of a day counted from 1970-01-01.
+    static func year(ofDay day: Int) -> Int {
+        // Civil-from-days (Howard Hinnant's algorithm), year only.
+        let z = day + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        return yearOfEra + era * 400 + (monthIndex >= 10 ? 1 : 0)
+    }
+}
