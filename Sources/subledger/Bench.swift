@@ -39,7 +39,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Samples per latency measurement (p50, p99).")
     var samples: Int = 200
 
-    @Option(help: "What to measure: appends, projections, import, abuse, changes, googleplay (comma-separated).")
+    @Option(help: "What to measure: appends, projections, import, abuse, changes, googleplay, analytics (comma-separated).")
     var measure: String = "appends,projections"
 
     @Option(name: .customLong("import-facts"), help: "Facts in the file of the import measurement.")
@@ -55,9 +55,9 @@ struct Bench: AsyncParsableCommand {
     var slowClients: Int = 1000
 
     func validate() throws {
-        let known: Set<Substring> = ["appends", "projections", "import", "abuse", "changes", "googleplay"]
+        let known: Set<Substring> = ["appends", "projections", "import", "abuse", "changes", "googleplay", "analytics"]
         guard measure.split(separator: ",").allSatisfy(known.contains) else {
-            throw ValidationError("--measure takes appends, projections, import, abuse, changes, googleplay, comma-separated")
+            throw ValidationError("--measure takes appends, projections, import, abuse, changes, googleplay, analytics, comma-separated")
         }
         guard importFacts > 0, importWriters > 0, importBatchSize > 0 else {
             throw ValidationError("--import-facts, --import-writers and --import-batch-size must be positive")
@@ -102,6 +102,7 @@ struct Bench: AsyncParsableCommand {
         if measure.contains("abuse") { try await measureAbuse(conninfo: conninfo, logger: logger) }
         if measure.contains("changes") { try await measureChanges(pool: pool, conninfo: conninfo, logger: logger) }
         if measure.contains("googleplay") { try await measureGooglePlay(conninfo: conninfo, logger: logger) }
+        if measure.contains("analytics") { try await measureAnalytics(pool: pool, conninfo: conninfo, logger: logger) }
     }
 
     func measureProjections(pool: ConnectionPool) async throws {

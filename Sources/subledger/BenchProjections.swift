@@ -30,13 +30,13 @@ struct ProjectionBench {
         """
     static let monthly = "com.example.pro.monthly"
 
-    init(pool: ConnectionPool, events: Int, samples: Int, rounds: Int) throws {
+    init(pool: ConnectionPool, events: Int, samples: Int, rounds: Int, catalogJSON: String = Self.catalogJSON) throws {
         self.pool = pool
         self.events = events
         self.samples = samples
         self.rounds = rounds
         store = EventStore(pool: pool)
-        catalog = try Catalog.decode(from: Data(Self.catalogJSON.utf8))
+        catalog = try Catalog.decode(from: Data(catalogJSON.utf8))
         // Sharing a ledger cache, as `serve`'s writer and reader do.
         var writer = LedgerWriter(pool: pool, store: store, catalog: catalog, restorePolicy: .transfer,
                                   logger: Logger(label: "subledger.bench"))

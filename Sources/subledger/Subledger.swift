@@ -5,6 +5,6 @@ struct Subledger: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "subledger",
         abstract: "An event-sourced ledger of App Store purchases and subscriptions.",
-        subcommands: [Serve.self, Migrate.self, Status.self, History.self, Explain.self, Import.self, Bench.self, Rebuild.self, AppStoreCommand.self, GooglePlayCommand.self, LogReferenceCommand.self],
+        subcommands: [Serve.self, Migrate.self, Status.self, History.self, Explain.self, Import.self, Bench.self, Rebuild.self, AnalyticsCommand.self, AppStoreCommand.self, GooglePlayCommand.self, LogReferenceCommand.self],
         defaultSubcommand: Serve.self)
 }

@@ -56,13 +56,8 @@ struct AnalyticsController {
         }
         let interval = try RequestInput.choice("interval", in: request, as: AnalyticsInterval.self) ?? defaultInterval
         let to = try RequestInput.instant("to", in: request) ?? now
-        var from = try RequestInput.instant("from", in: request)
-        if from == nil {
-            var start = interval.start(of: to)
-            for _ in 0..<30 { start = interval.start(of: start - 1) }
-            from = start
-        }
-        guard let from, from < to else {
+        let from = try RequestInput.instant("from", in: request) ?? interval.start(30, before: to)
+        guard from < to else {
             throw LedgerError.invalidField("from", expected: "an instant before 'to' (\(RFC3339.format(to)))")
         }
         guard let intervals = interval.intervals(from: from, to: to, limit: AnalyticsQuery.maximumIntervals) else {

@@ -97,7 +97,7 @@ public enum AnalyticsText {
         return rows.enumerated().map { index, row in
             row.enumerated().map { column, field in
                 let padding = String(repeating: " ", count: widths[column] - field.count)
-                let numeric = index > 0 && field.first.map { $0.isNumber || $0 == "-" } == true && column >= 2
+                let numeric = index > 0 && Double(field) != nil
                 return numeric ? padding + field : field + padding
             }.joined(separator: "  ").trimmingTrailingSpaces()
         }.joined(separator: "\n") + "\n"

@@ -36,6 +36,14 @@ public enum AnalyticsInterval: String, Sendable, CaseIterable {
         }
     }
 
+    /// Where a series starts when no `from` is given: `count` intervals
+    /// before the one `to` falls in.
+    public func start(_ count: Int, before to: Date) -> Date {
+        var start = start(of: to)
+        for _ in 0..<count { start = self.start(of: start - 1) }
+        return start
+    }
+
     /// The intervals from the one holding `from` to the last one starting before `to`.
     public func intervals(from: Date, to: Date, limit: Int) -> [(start: Date, end: Date)]? {
         var intervals: [(start: Date, end: Date)] = []
