@@ -76,6 +76,17 @@ public struct AnalyticsItem: Sendable, Hashable {
         Int((instant.timeIntervalSince1970 / 86_400).rounded(.up)) - 1
     }
 
+    /// The order of a stored contribution: by day, then the dimensions, the metric and the offset.
+    static func precedes(_ left: AnalyticsItem, _ right: AnalyticsItem) -> Bool {
+        if left.day != right.day { return left.day < right.day }
+        if left.environment != right.environment { return left.environment == .production }
+        if left.store != right.store { return left.store == .appStore }
+        if left.productID != right.productID { return left.productID < right.productID }
+        if left.currency != right.currency { return left.currency < right.currency }
+        if left.metric != right.metric { return left.metric < right.metric }
+        return left.offset < right.offset
+    }
+
     /// The day an instant falls in: `[00:00, 24:00)` UTC.
     public static func flowDay(of instant: Date) -> Int {
         Int((instant.timeIntervalSince1970 / 86_400).rounded(.down))
@@ -94,10 +105,7 @@ extension SubscriberLedger {
         return sums.compactMap { key, value in
             value == 0 ? nil : AnalyticsItem(day: key.day, environment: key.environment, store: key.store, productID: key.productID,
                                              currency: key.currency, metric: key.metric, offset: key.offset, value: value)
-        }.sorted {
-            ($0.day, $0.environment.rawValue, $0.store.rawValue, $0.productID, $0.currency, $0.metric.rawValue + "/\($0.offset)")
-                < ($1.day, $1.environment.rawValue, $1.store.rawValue, $1.productID, $1.currency, $1.metric.rawValue + "/\($1.offset)")
-        }
+        }.sorted(by: AnalyticsItem.precedes)
     }
 }
 

@@ -18,7 +18,7 @@ struct AnalyticsCommand: AsyncParsableCommand {
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case table, csv, json }
 
-    @Option(help: "First instant (RFC 3339), rounded down to its interval's start; default 30 intervals before --to.") var from: String?
+    @Option(help: "First instant (RFC 3339), rounded down to its interval's start; default 30 days before --to.") var from: String?
     @Option(help: "End instant (RFC 3339): intervals starting before it are listed; default now.") var to: String?
     @Option(help: "day, week or month (cohorts: week or month; default month).") var interval: String?
     @Option(help: "Comma-separated metrics; default all.") var metrics: String?
@@ -35,7 +35,7 @@ struct AnalyticsCommand: AsyncParsableCommand {
         let interval = try choice(interval ?? (cohorts ? "month" : "day"), named: "--interval", as: AnalyticsInterval.self)
         if cohorts, interval == .day { throw ValidationError("--interval must be week or month for --cohorts") }
         let end = try parseInstant(to, option: "--to") ?? now
-        let start = try parseInstant(from, option: "--from") ?? interval.start(30, before: end)
+        let start = try parseInstant(from, option: "--from") ?? AnalyticsQuery.defaultFrom(to: end)
         guard start < end else { throw ValidationError("--from must be before --to") }
         guard let intervals = interval.intervals(from: start, to: end, limit: AnalyticsQuery.maximumIntervals) else {
             throw ValidationError("at most \(AnalyticsQuery.maximumIntervals) intervals")

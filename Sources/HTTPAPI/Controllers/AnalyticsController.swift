@@ -38,7 +38,7 @@ struct AnalyticsController {
     }
 
     /// The query's parameters, each refused with 400 naming it; `from`
-    /// defaults to 30 intervals before `to`, which defaults to now.
+    /// defaults to 30 days before `to`, which defaults to now.
     static func query(_ request: Request, now: Date, defaultInterval: AnalyticsInterval) throws
         -> (AnalyticsQuery, [(start: Date, end: Date)]) {
         var metrics = AnalyticsReportMetric.allCases
@@ -56,7 +56,7 @@ struct AnalyticsController {
         }
         let interval = try RequestInput.choice("interval", in: request, as: AnalyticsInterval.self) ?? defaultInterval
         let to = try RequestInput.instant("to", in: request) ?? now
-        let from = try RequestInput.instant("from", in: request) ?? interval.start(30, before: to)
+        let from = try RequestInput.instant("from", in: request) ?? AnalyticsQuery.defaultFrom(to: to)
         guard from < to else {
             throw LedgerError.invalidField("from", expected: "an instant before 'to' (\(RFC3339.format(to)))")
         }

@@ -124,6 +124,9 @@ public struct AnalyticsQuery: Sendable {
             (metrics, from, to, interval, environment, store, productID, groupBy)
     }
 
+    /// Where a series starts when no `from` is given: 30 days before `to`.
+    public static func defaultFrom(to: Date) -> Date { to - 30 * 86_400 }
+
     /// The most intervals one query may list (ten years of days).
     public static let maximumIntervals = 3_700
 }

@@ -64,17 +64,22 @@ export async function get(url, params, { key = session.key, quiet = false } = {}
   return request('GET', url + query(params), undefined, { key, quiet });
 }
 
+/** GET a file in another format (`accept`, e.g. text/csv) as a Blob, for a download; throws ApiError. */
+export async function getBlob(url, params, accept) {
+  return request('GET', url + query(params), undefined, { key: session.key, quiet: false, accept });
+}
+
 /** POST or DELETE a JSON body (an action); answers the JSON answer, throws ApiError. */
 export async function send(method, url, body) {
   return request(method, url, body, { key: session.key, quiet: false });
 }
 
-async function request(method, url, payload, { key, quiet }) {
+async function request(method, url, payload, { key, quiet, accept }) {
   let response;
   try {
     response = await fetch(url, {
       method,
-      headers: headers(key, payload === undefined ? {} : { 'Content-Type': 'application/json' }),
+      headers: headers(key, { ...(payload === undefined ? {} : { 'Content-Type': 'application/json' }), ...(accept ? { Accept: accept } : {}) }),
       body: payload === undefined ? undefined : JSON.stringify(payload),
       cache: 'no-store',
       credentials: 'omit',
@@ -82,6 +87,7 @@ async function request(method, url, payload, { key, quiet }) {
   } catch {
     throw new ApiError(0, 'network', 'The server could not be reached. Check that it is running, then try again.');
   }
+  if (accept && response.ok) return response.blob();
   const text = await response.text();
   let body = null;
   try { body = text ? JSON.parse(text) : null; } catch { body = null; }

@@ -1,6 +1,7 @@
 // The console's shell: sign-in, the search box, navigation between pages
 // (hash routes, so /console is the only page the server serves).
 
+import { renderAnalytics } from './analytics.js';
 import { ApiError, checkKey, get, session, whenUnauthorized } from './api.js';
 import { renderDeliveries } from './deliveries.js';
 import { h, replace, subscriberHref } from './dom.js';
@@ -10,6 +11,7 @@ import { renderSubscriber } from './subscriber.js';
 
 const pages = {
   '': renderOverview,
+  analytics: renderAnalytics,
   subscriber: renderSubscriber,
   subscriptions: renderSubscriptions,
   reminders: renderReminders,

@@ -1,5 +1,7 @@
-// Small SVG charts, drawn at the width of their card: a line chart of active
-// subscribers over time and a stacked bar chart of reminders per day.
+// Small SVG charts, drawn at the width of their card: line charts (active
+// subscribers, MRR), stacked bars (reminders per day) and bars side by side
+// with an optional line on a scale of its own (churn and its rate, revenue
+// and refunds).
 
 import { fitted, formatDay, h, s } from './dom.js';
 
@@ -88,5 +90,62 @@ export function stackedBars(title, days, names) {
   };
   const key = h('ul', { class: 'legend' }, names.map((name) =>
     h('li', {}, h('span', { class: `swatch ${name.class}`, 'aria-hidden': 'true' }), name.label)));
+  return h('figure', { class: 'chart-figure' }, fitted('chart-box', draw), key);
+}
+
+/**
+ * Bars side by side in each slot, and optionally a rate (1 = 100%) as a line
+ * on a scale of its own, the right-hand axis. slots: [{at, values: {key:
+ * number|null}}]; bars: [{key, label, class}]; line: {key, label, format:
+ * value => text}, whose null values leave a gap.
+ */
+export function barChart(title, slots, bars, { line } = {}) {
+  const maximum = niceMax(Math.max(0, ...slots.flatMap((slot) => bars.map((bar) => slot.values[bar.key] || 0))));
+  const lineValues = line ? slots.map((slot) => slot.values[line.key]).filter((value) => value !== null && value !== undefined) : [];
+  // The rate's axis ends at a round percentage, at least 4% so that small rates still read.
+  const lineMaximum = niceMax(Math.max(0, ...lineValues) * 100) / 100;
+  const draw = (available) => {
+    const width = Math.max(300, available);
+    const right = line ? 52 : 0;
+    const { svg, y } = frame(title, maximum, width - right);
+    const slot = (width - right - LEFT - RIGHT) / Math.max(1, slots.length);
+    const every = labelEvery(slots.length, width - right);
+    const barWidth = (slot * 0.7) / bars.length;
+    slots.forEach((item, index) => {
+      const left = LEFT + index * slot + slot * 0.15;
+      bars.forEach((bar, barIndex) => {
+        const value = item.values[bar.key] || 0;
+        if (value > 0) {
+          svg.append(s('rect', { class: `bar ${bar.class}`, x: left + barIndex * barWidth, width: barWidth, y: y(value), height: y(0) - y(value) },
+            s('title', {}, `${formatDay(item.at)}: ${value} ${bar.label}`)));
+        }
+      });
+      if (index % every === 0) {
+        svg.append(s('text', { class: 'axis-label', x: left + slot * 0.35, y: HEIGHT - 10, 'text-anchor': 'middle' }, formatDay(item.at).slice(5)));
+      }
+    });
+    if (line) {
+      const ly = (value) => TOP + (1 - value / lineMaximum) * (HEIGHT - TOP - BOTTOM);
+      for (let index = 0; index <= 4; index += 1) {
+        const value = (lineMaximum / 4) * index;
+        svg.append(s('text', { class: 'axis-label line-axis', x: width - right + 4, y: ly(value) + 4, 'text-anchor': 'start' }, line.format(value)));
+      }
+      const points = [];
+      slots.forEach((item, index) => {
+        const value = item.values[line.key];
+        if (value !== null && value !== undefined) points.push([LEFT + index * slot + slot * 0.5, ly(value), item, value]);
+      });
+      svg.append(s('g', { class: 'series series-line', 'data-series': line.label },
+        points.length > 1 ? s('polyline', { points: points.map(([px, py]) => `${px},${py}`).join(' ') }) : null,
+        points.map(([px, py, item, value]) => s('circle', { cx: px, cy: py, r: 3 },
+          s('title', {}, `${line.label}, ${formatDay(item.at)}: ${line.format(value)}`)))));
+    }
+    svg.setAttribute('width', width);
+    svg.setAttribute('viewBox', `0 0 ${width} ${HEIGHT}`);
+    return svg;
+  };
+  const key = h('ul', { class: 'legend' },
+    bars.map((bar) => h('li', {}, h('span', { class: `swatch ${bar.class}`, 'aria-hidden': 'true' }), bar.label)),
+    line ? h('li', {}, h('span', { class: 'swatch series-line', 'aria-hidden': 'true' }), line.label) : null);
   return h('figure', { class: 'chart-figure' }, fitted('chart-box', draw), key);
 }
