@@ -30,8 +30,11 @@ CREATE TABLE analytics_years (
     PRIMARY KEY (environment, metric, year, store, product_id, currency)
 );
 
--- Subscriptions still paying `k + 1` weeks or months after their cohort's
--- (`metric` retained_week or retained_month; `cohort` its first day).
+-- Retention of each cohort (`metric` retained_week or retained_month;
+-- `cohort` its first day) as deltas over `k`: the subscriptions paying at
+-- the end of the `k + 1`-th week or month after the cohort's are the sum of
+-- the values of offsets 0 to `k` (two rows per stretch of paid access,
+-- rather than one per interval it lasts).
 CREATE TABLE analytics_retention (
     environment text NOT NULL,
     metric text NOT NULL,

@@ -30,17 +30,39 @@ public enum AnalyticsMetric: String, Sendable, Hashable, CaseIterable, Comparabl
     /// A free trial that a paid period of the same subscription followed,
     /// on the trial's start day (the cohort of trials begun that day).
     case trialsConverted = "trials_converted"
-    /// A subscription paying at the end of the `offset + 1`-th week or month
-    /// after its cohort's, under the day its cohort starts (a Monday or a
-    /// month's first day). The cohort is the interval of its first paid
-    /// period's start.
+    /// Retention as deltas over offsets: the subscriptions of a cohort
+    /// paying at the end of the `k + 1`-th week or month after the cohort's
+    /// are the sum of the items of offsets 0 to `k`, under the day the
+    /// cohort starts (a Monday or a month's first day). The cohort is the
+    /// interval of the subscription's first paid period's start.
     case retainedWeek = "retained_week"
     case retainedMonth = "retained_month"
 
     /// Kept per cohort and offset (`analytics_retention`), not per day.
     public var isRetention: Bool { self == .retainedWeek || self == .retainedMonth }
 
-    public static func < (left: Self, right: Self) -> Bool { left.rawValue < right.rawValue }
+    public static func < (left: Self, right: Self) -> Bool { left.order < right.order }
+
+    /// Comparing names, without reading them (`rawValue` of an enum is a switch building a string).
+    var order: Int {
+        switch self {
+        case .activeSubscriptions: 0
+        case .activeTrials: 1
+        case .churnedDay: 2
+        case .churnedMonth: 3
+        case .churnedWeek: 4
+        case .mrr: 5
+        case .newSubscriptions: 6
+        case .refunds: 7
+        case .renewals: 8
+        case .retainedMonth: 9
+        case .retainedWeek: 10
+        case .revenue: 11
+        case .trialConversions: 12
+        case .trialStarts: 13
+        case .trialsConverted: 14
+        }
+    }
 }
 
 public struct AnalyticsItem: Sendable, Hashable {

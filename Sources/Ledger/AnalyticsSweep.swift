@@ -100,27 +100,41 @@ struct AnalyticsSweep {
         }
     }
 
-    /// Retention of the subscription whose first paid period is `first`:
-    /// for each week and month after its cohort's, whether one of its paid
-    /// stretches holds at that interval's end (as the stock counts it).
+    /// Retention of the subscription whose first paid period is `first`,
+    /// as deltas over the offsets `k` of its cohort (the stock at offset `k`
+    /// is the sum of the deltas up to `k`, as the day stocks are): each
+    /// stretch of paid access adds 1 from the first interval end it holds
+    /// at and takes it back from the first it no longer holds at. Two items
+    /// per stretch, however long it lasts.
     private func addRetention(of first: Period, paying pieces: [ActivityTimeline.Piece],
                               _ add: (Int, Period, AnalyticsMetric, Int64, String, Int) -> Void) {
-        guard let last = pieces.lazy.map({ $0.end ?? .distantFuture }).max() else { return }
-        for (metric, cohortStart, next) in [(AnalyticsMetric.retainedWeek, Self.weekStart(of: first.start), Self.weekEnd(of:)),
-                                            (.retainedMonth, Self.monthStart(of: first.start), Self.monthEnd(of:))] {
+        let stretches = ActivityTimeline.merged(pieces.sorted { $0.start < $1.start })
+        for (metric, weekly) in [(AnalyticsMetric.retainedWeek, true), (.retainedMonth, false)] {
+            let cohortStart = weekly ? Self.weekStart(of: first.start) : Self.monthStart(of: first.start)
             let cohortDay = AnalyticsItem.flowDay(of: cohortStart)
-            var end = next(next(cohortStart))
-            var offset = 0
-            // Past the last paid stretch nothing is retained; a subscription
-            // that never ends is counted for 20 years of intervals.
-            while end <= last, offset < 1_100 {
-                if pieces.contains(where: { $0.start <= end && end < ($0.end ?? .distantFuture) }) {
-                    add(cohortDay, first, metric, 1, "", offset)
+            for stretch in stretches {
+                add(cohortDay, first, metric, 1, "", Self.retentionOffset(atOrAfter: stretch.start, cohort: cohortStart, weekly: weekly))
+                if let end = stretch.end {
+                    add(cohortDay, first, metric, -1, "", Self.retentionOffset(atOrAfter: end, cohort: cohortStart, weekly: weekly))
                 }
-                offset += 1
-                end = next(end)
             }
         }
+    }
+
+    /// The first offset `k` whose measuring instant — the end of the
+    /// `k + 1`-th interval after the cohort's, that is the start of the
+    /// `k + 2`-th — is at or after `instant`.
+    static func retentionOffset(atOrAfter instant: Date, cohort start: Date, weekly: Bool) -> Int {
+        // The first j with the start of the j-th interval after the cohort's at or after `instant`.
+        var intervals: Int
+        if weekly {
+            intervals = Int((instant.timeIntervalSince(start) / (7 * 86_400)).rounded(.up))
+        } else {
+            let from = utc.dateComponents([.year, .month], from: start), to = utc.dateComponents([.year, .month], from: instant)
+            intervals = (to.year! * 12 + to.month!) - (from.year! * 12 + from.month!)
+            if instant > monthStart(of: instant) { intervals += 1 }
+        }
+        return max(0, intervals - 2)
     }
 
     // MARK: Periods

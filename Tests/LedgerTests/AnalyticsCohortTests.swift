@@ -20,14 +20,14 @@ struct AnalyticsCohortTests {
         builder.period("t1", original: "t0", from: Self.at("2026-01-08T00:00:00Z"), to: Self.at("2026-02-08T00:00:00Z"))
         builder.period("t2", original: "t0", from: Self.at("2026-02-08T00:00:00Z"), to: Self.at("2026-03-08T00:00:00Z"))
         let items = builder.ledger().analyticsContribution(catalog: Self.catalog)
-        let monthly = items.filter { $0.metric == .retainedMonth }
         // Paying on 1 March (the end of February, the month after January); gone by 1 April.
-        #expect(monthly.map(\.offset) == [0])
-        #expect(monthly.allSatisfy { $0.day == AnalyticsItem.flowDay(of: Self.at("2026-01-01T00:00:00Z")) && $0.value == 1 })
+        #expect(Self.retained(items, .retainedMonth, through: 4) == [1, 0, 0, 0, 0])
+        #expect(items.filter { $0.metric == .retainedMonth }.allSatisfy { $0.day == AnalyticsItem.flowDay(of: Self.at("2026-01-01T00:00:00Z")) })
         // Weekly: measured at 19 January, 26 January, … 2 March, every one paid; 9 March is past the end.
-        let weekly = items.filter { $0.metric == .retainedWeek }
-        #expect(weekly.map(\.offset) == Array(0...6))
-        #expect(weekly.allSatisfy { $0.day == AnalyticsItem.flowDay(of: Self.at("2026-01-05T00:00:00Z")) })
+        #expect(Self.retained(items, .retainedWeek, through: 8) == [1, 1, 1, 1, 1, 1, 1, 0, 0])
+        #expect(items.filter { $0.metric == .retainedWeek }.allSatisfy { $0.day == AnalyticsItem.flowDay(of: Self.at("2026-01-05T00:00:00Z")) })
+        // Two items per stretch, however many intervals it lasts.
+        #expect(items.filter { $0.metric == .retainedWeek }.count == 2)
         // The trial converted: counted on the trial's start day.
         let converted = items.filter { $0.metric == .trialsConverted }
         #expect(converted.map(\.day) == [AnalyticsItem.flowDay(of: Self.at("2026-01-01T00:00:00Z"))])
@@ -41,8 +41,32 @@ struct AnalyticsCohortTests {
         builder.period("g0", original: "g0", from: Self.at("2026-01-10T00:00:00Z"), to: Self.at("2026-02-10T00:00:00Z"))
         builder.period("g1", original: "g0", from: Self.at("2026-03-10T00:00:00Z"), to: Self.at("2026-04-10T00:00:00Z"))
         let items = builder.ledger().analyticsContribution(catalog: Self.catalog)
-        #expect(items.filter { $0.metric == .retainedMonth }.map(\.offset) == [1])
+        #expect(Self.retained(items, .retainedMonth, through: 3) == [0, 1, 0, 0])
         #expect(items.filter { $0.metric == .trialsConverted }.isEmpty)
+    }
+
+    /// A retention across a month end, a leap day and the measuring instant itself.
+    @Test func retentionOffsetsFallOnTheMeasuringInstants() {
+        let january = Self.at("2028-01-01T00:00:00Z")
+        // Measured at 1 March (k = 0), 1 April (k = 1), …: paying from 29 February counts at 1 March.
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-02-29T23:59:59Z"), cohort: january, weekly: false) == 0)
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-03-01T00:00:00Z"), cohort: january, weekly: false) == 0)
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-03-01T00:00:01Z"), cohort: january, weekly: false) == 1)
+        // A stretch ending exactly at 1 April is not counted there (as `?at=` that instant would not).
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-04-01T00:00:00Z"), cohort: january, weekly: false) == 1)
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2027-12-15T00:00:00Z"), cohort: january, weekly: false) == 0)
+        let monday = Self.at("2028-01-03T00:00:00Z")
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-01-17T00:00:00Z"), cohort: monday, weekly: true) == 0)
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-01-17T00:00:00.001Z"), cohort: monday, weekly: true) == 1)
+    }
+
+    /// Retention counts from a contribution's deltas: offsets 0 to `last`.
+    static func retained(_ items: [AnalyticsItem], _ metric: AnalyticsMetric, through last: Int) -> [Int64] {
+        var running: Int64 = 0
+        return (0...last).map { k in
+            running += items.filter { $0.metric == metric && $0.offset == k }.reduce(0) { $0 + $1.value }
+            return running
+        }
     }
 
     @Test func aContributionReadsBackAsWritten() {

@@ -26,10 +26,15 @@ enum AnalyticsRows {
                 (item.environment, item.metric, item.day, item.offset, item.store, item.productID, item.currency)
         }
 
+        /// The tables' key order, so that two writers lock rows in the same order.
         static func < (left: Cell, right: Cell) -> Bool {
-            (left.environment.rawValue, left.metric.rawValue, left.day, left.offset, left.store.rawValue, left.productID + "\u{0}" + left.currency)
-                < (right.environment.rawValue, right.metric.rawValue, right.day, right.offset, right.store.rawValue,
-                   right.productID + "\u{0}" + right.currency)
+            if left.environment != right.environment { return left.environment == .production }
+            if left.metric != right.metric { return left.metric < right.metric }
+            if left.day != right.day { return left.day < right.day }
+            if left.offset != right.offset { return left.offset < right.offset }
+            if left.store != right.store { return left.store == .appStore }
+            if left.productID != right.productID { return left.productID < right.productID }
+            return left.currency < right.currency
         }
     }
 

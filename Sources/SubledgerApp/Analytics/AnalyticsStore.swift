@@ -120,10 +120,13 @@ public struct AnalyticsStore: Sendable {
         return intervals.map { start, end in
             let days = AnalyticsItem.flowDay(of: start)...(AnalyticsItem.flowDay(of: end) - 1)
             func sum(_ metric: AnalyticsMetric) -> Int64 { days.reduce(0) { $0 + (flows[metric]?[$1] ?? 0) } }
+            // Retention is stored as deltas over the offsets: each count is the sum up to it.
             var counts: [Int64] = []
+            var running: Int64 = 0
             var measuredAt = query.interval.next(after: end)
             while measuredAt <= now, counts.count < AnalyticsQuery.maximumIntervals {
-                counts.append(retained[days.lowerBound]?[counts.count] ?? 0)
+                running += retained[days.lowerBound]?[counts.count] ?? 0
+                counts.append(running)
                 measuredAt = query.interval.next(after: measuredAt)
             }
             return Cohort(start: start, size: sum(.newSubscriptions), retained: counts, trialStarts: sum(.trialStarts),
