@@ -21,6 +21,11 @@ public struct ConsumerRunner: Service {
     public var maximumAttempts = 5
     /// First wait after a failed batch; doubles per attempt, capped at 30 s.
     public var retryDelay: Duration = .milliseconds(200)
+    /// How long a caught-up consumer lets events gather before its next
+    /// batch (nil: it goes at once when notified). For a read model that
+    /// need not be current to the millisecond: many writes then cost one
+    /// batch rather than one each.
+    public var gathering: Duration?
     let conninfo: String
     let logger: Logger
 
@@ -88,6 +93,7 @@ public struct ConsumerRunner: Service {
                     if handled < batchSize {
                         // Caught up as far as commit order allows: publish what remains, then wait.
                         lag.record(try await store.lag(of: consumer.name))
+                        if handled > 0, let gathering { try await Task.sleep(for: gathering) }
                         _ = try await connection.waitForNotification(timeout: pollInterval)
                     }
                 }

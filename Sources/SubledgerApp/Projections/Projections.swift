@@ -9,6 +9,13 @@ import ServiceLifecycle
 public enum Projections {
     public static let names = [ReminderProjection.consumerName, SubscriptionProjection.consumerName, AnalyticsProjection.consumerName]
 
+    /// The analytics count days: a second's delay costs nothing, and
+    /// batching a second of writes keeps the projection's work off the
+    /// write path's cores.
+    public static func gathering(of consumer: String) -> Duration? {
+        consumer == AnalyticsProjection.consumerName ? .seconds(1) : nil
+    }
+
     public static func all(store: EventStore, catalog: Catalog) -> [any EventConsumer] {
         [ReminderProjection(store: store, catalog: catalog), SubscriptionProjection(store: store, catalog: catalog),
          AnalyticsProjection(catalog: catalog)]
@@ -24,7 +31,9 @@ public func makeReminderServices(
 ) -> [any Service] {
     let logger = dependencies.logger
     var services: [any Service] = Projections.all(store: dependencies.store, catalog: dependencies.catalog.catalog).map {
-        ConsumerRunner(store: dependencies.store, consumer: $0, conninfo: conninfo, logger: logger)
+        var runner = ConsumerRunner(store: dependencies.store, consumer: $0, conninfo: conninfo, logger: logger)
+        runner.gathering = Projections.gathering(of: $0.name)
+        return runner
     }
     services.append(ExpirySweeper(store: dependencies.store, catalog: dependencies.catalog.catalog,
                                   interval: expirySweepInterval, logger: logger))
