@@ -6,7 +6,6 @@ import HummingbirdCore
 import Ledger
 import Logging
 import NIOCore
-import Postgres
 import ServiceLifecycle
 import SubledgerApp
 
@@ -57,7 +56,7 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
         .addRoutes(to: router)
     GrantsController(writer: writer, keys: keys, maximumDuration: dependencies.configuration.grantMaximumDuration).addRoutes(to: router)
     ErasureController(service: ErasureService(dependencies), keys: keys).addRoutes(to: router)
-    AuditController(trail: dependencies.auditTrail, pool: dependencies.pool, keys: keys).addRoutes(to: router)
+    AuditController(trail: dependencies.auditTrail, store: AuditStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
     return router
 }
 

@@ -1,13 +1,12 @@
 import Foundation
 import Hummingbird
 import Ledger
-import Postgres
 import SubledgerApp
 
 /// `GET /v1/audit`: who read or changed which subscriber (admin).
 struct AuditController {
     let trail: AuditTrail
-    let pool: ConnectionPool
+    let store: AuditStore
     let keys: APIKeys
 
     func addRoutes(to router: Router<AppRequestContext>) {
@@ -37,8 +36,8 @@ struct AuditController {
         // What this instance recorded up to now is in the answer (its own
         // reads included); other instances' entries follow within their
         // next flush.
-        try await trail.flush(to: pool)
-        let page = try await AuditStore(pool: pool).list(subscriberID: subscriberID, after: after, limit: limit)
+        try await store.flush(trail)
+        let page = try await store.list(subscriberID: subscriberID, after: after, limit: limit)
         return try .json(ListBody(entries: page.rows, nextCursor: page.more ? page.rows.last.map { String($0.position) } : nil))
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
 import Ledger
-import Postgres
 import SubledgerApp
 import Synchronization
 

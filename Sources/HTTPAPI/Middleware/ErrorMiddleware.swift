@@ -4,7 +4,6 @@ import Hummingbird
 import Ledger
 import Logging
 import Metrics
-import Postgres
 import SubledgerApp
 
 /// Turns every error into the contract's JSON body, as
@@ -15,12 +14,12 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     /// The configured body limit, which a 413 names.
     let maximumBodySize: Int
     /// `subledger_database_unavailable_total`, by reason.
-    private let unavailable: [PostgresError.Unavailability: Counter]
+    private let unavailable: [DatabaseUnavailability: Counter]
 
     init(logger: Logger, maximumBodySize: Int, factory: any MetricsFactory = MetricsSystem.factory) {
         self.logger = logger
         self.maximumBodySize = maximumBodySize
-        unavailable = Dictionary(uniqueKeysWithValues: PostgresError.Unavailability.allCases.map { reason in
+        unavailable = Dictionary(uniqueKeysWithValues: DatabaseUnavailability.allCases.map { reason in
             (reason, Counter(label: "subledger_database_unavailable_total", dimensions: [("reason", reason.rawValue)], factory: factory))
         })
     }
@@ -46,16 +45,15 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     /// counted by reason.
     private func note(_ error: any Error, _ request: Request) {
         let route: Logger.Metadata = ["http.method": "\(request.method)", "http.path": "\(LogReference.path(request.uri.path))"]
-        switch error {
-        case is WriteContention:
+        switch (error, DatabaseFailure(error)) {
+        case (is WriteContention, _):
             unavailable[.contention]?.increment()
-        case let error as PostgresError where !error.isDataError && error.unavailability != nil:
-            let reason = error.unavailability ?? .connectionLost
+        case (_, .unavailable(let reason)?):
             unavailable[reason]?.increment()
             logger.warning("database unavailable for a request", metadata: route.merging([
                 "db.unavailable": "\(reason.rawValue)", "error": "\(error)",
             ]) { $1 })
-        case let error as any ServiceErrorConvertible:
+        case (let error as any ServiceErrorConvertible, _):
             logger.warning("store api call failed", metadata: route.merging(["error": "\(error)"]) { $1 })
         default:
             break

@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
 import Ledger
-import Postgres
 import SubledgerApp
 
 /// An error answered as `{"error": {"code", "message", "field"}}`.
@@ -23,14 +22,10 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 
     /// A limit of the database or the database away: worth retrying, soon
     /// for a limit that a moment clears, later for an outage.
-    public static func databaseUnavailable(_ reason: PostgresError.Unavailability) -> APIError {
-        let retryAfter = switch reason {
-        case .statementTimeout, .lockTimeout, .poolExhausted, .contention: 1
-        case .insufficientResources, .readOnly, .connectionLost: 5
-        }
-        return APIError(.serviceUnavailable, code: .databaseUnavailable,
-                        message: "the database is busy or unreachable (\(reason.rawValue)); retry after \(retryAfter) s",
-                        retryAfter: retryAfter)
+    public static func databaseUnavailable(_ reason: DatabaseUnavailability) -> APIError {
+        APIError(.serviceUnavailable, code: .databaseUnavailable,
+                 message: "the database is busy or unreachable (\(reason.rawValue)); retry after \(reason.retryAfter) s",
+                 retryAfter: reason.retryAfter)
     }
 
     /// The status of each kind of refusal: the one place the ledger's errors become HTTP.

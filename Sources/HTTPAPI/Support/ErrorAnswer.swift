@@ -1,6 +1,5 @@
 import Hummingbird
 import Ledger
-import Postgres
 import SubledgerApp
 
 extension APIError {
@@ -24,14 +23,17 @@ extension APIError {
             return APIError(error.serviceError)
         case let error as WriteContention:
             return APIError(.serviceUnavailable, code: .contention, message: error.description, retryAfter: 1)
-        case let error as PostgresError where error.isDataError:
-            // A value the database cannot store or index: the input's fault.
-            return APIError(.badRequest, code: .invalidField,
-                            message: "a value of the request cannot be stored (SQLSTATE \(error.sqlState?.rawValue ?? "?"))")
-        case let error as PostgresError where error.unavailability != nil:
-            // A limit of the database or the database away: temporary, so 503
-            // and not a server bug.
-            return .databaseUnavailable(error.unavailability ?? .connectionLost)
+        case let error where DatabaseFailure(error) != nil:
+            switch DatabaseFailure(error) {
+            case .unstorableValue(let sqlState)?:
+                // A value the database cannot store or index: the input's fault.
+                return APIError(.badRequest, code: .invalidField, message: "a value of the request cannot be stored (SQLSTATE \(sqlState))")
+            case .unavailable(let reason)?:
+                // A limit of the database or the database away: temporary, so 503 and not a server bug.
+                return .databaseUnavailable(reason)
+            case nil:
+                return nil
+            }
         case let error as HTTPError:
             let method = method.map { "\($0)" }
             return switch error.status {

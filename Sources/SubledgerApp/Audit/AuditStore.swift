@@ -8,6 +8,9 @@ import Postgres
 public struct AuditStore: Sendable {
     let pool: ConnectionPool
 
+    /// Writes what `trail` holds (a read of the audit includes what this instance recorded up to now).
+    public func flush(_ trail: AuditTrail) async throws { try await trail.flush(to: pool) }
+
     public init(pool: ConnectionPool) {
         self.pool = pool
     }
