@@ -99,3 +99,25 @@ struct World {
         SubscriberState.fold(history(subscriber), subscriberID: subscriber, catalog: decider.catalog, at: at)
     }
 }
+
+extension SubscriberReadModel {
+    /// The subscriptions of one environment as `SubscriberState` lists them
+    /// (what the property tests hold the read model to)
+    /// at `at` (an instant no fact is dated after): a non-renewing group
+    /// shows the period covering `at`, else its last.
+    func stateSubscriptions(at: Date, environment: Environment) -> [SubscriberState.Subscription] {
+        subscriptions.filter { $0.environment == environment }.map { row in
+            var productID = row.productID
+            var originalTransactionID = row.originalTransactionID
+            if row.type == .nonRenewing,
+               let covering = periods.first(where: { $0.environment == environment && $0.group == row.group && $0.start <= at && at < $0.end }) {
+                productID = covering.productID
+                originalTransactionID = covering.originalTransactionID
+            }
+            return SubscriberState.Subscription(group: row.group, productID: productID, type: row.type, status: row.status(at: at),
+                                                expiresAt: row.expiresAt, autoRenew: row.autoRenew,
+                                                originalTransactionID: originalTransactionID, store: row.store)
+        }
+        .sorted { ($0.group, $0.originalTransactionID) < ($1.group, $1.originalTransactionID) }
+    }
+}
