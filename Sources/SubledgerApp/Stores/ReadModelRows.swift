@@ -275,7 +275,7 @@ extension ReadModelRows {
     /// Erasure: the subscriber's rows stay, since statistics and listings
     /// count them, under the pseudonym instead of the id.
     static let erasureStep = ErasureStep(name: "read models") { subscriberID, pseudonym, connection in
-        for table in ["subscriptions", "non_renewing_periods", "entitlements", "product_activity"] {
+        for table in tables {
             try await connection.query(
                 "UPDATE \(unsafeRaw: table) SET subscriber_id = \(pseudonym) WHERE subscriber_id = \(subscriberID)")
         }
