@@ -9,7 +9,9 @@ public enum AnalyticsMetric: String, Sendable, Hashable, CaseIterable, Comparabl
     // Stocks, as deltas.
     case activeSubscriptions = "active_subscriptions"
     case activeTrials = "active_trials"
-    /// Micros of `currency` per month.
+    /// Micros of `currency` per year (MRR × 12): the yearly amounts of
+    /// standard periods are exact, so their sum is, and it is divided by 12
+    /// once, when answered.
     case mrr
     // Flows.
     case newSubscriptions = "new_subscriptions"

@@ -28,10 +28,15 @@ struct AnalyticsSweep {
     }
 
     func add(to sums: inout [AnalyticsKey: Int64]) {
-        let (periods, bySource) = self.periods()
-        guard !periods.isEmpty else { return }
+        // The timeline only when there is something to count (most
+        // subscribers have nothing in Sandbox), and before the periods: a
+        // Play order's access says when it was paid.
+        guard ledger.byOriginal.records.values.contains(where: { $0.contains { $0.fact.environment == environment } })
+            || !ledger.playTokens(environment: environment).isEmpty else { return }
         let pieces = ActivityTimeline(ledger: ledger, catalog: catalog, environment: environment).pieces
             .filter { $0.type == .autoRenewable }
+        let (periods, bySource) = self.periods(pieces: pieces)
+        guard !periods.isEmpty else { return }
         func add(_ day: Int, _ period: Period, _ metric: AnalyticsMetric, _ value: Int64, currency: String = "", offset: Int = 0) {
             let key = AnalyticsKey(day: day, environment: environment, store: period.store, productID: period.productID,
                                    currency: currency, metric: metric, offset: offset)
@@ -47,9 +52,9 @@ struct AnalyticsSweep {
             if let end = piece.end { add(AnalyticsItem.stockDay(of: end), period, metric, -1) }
             guard !period.isTrial else { continue }
             paidPieces[period.unit, default: []].append(piece)
-            if let price = period.sale.price, let currency = period.sale.currency, let monthly = Self.monthly(price, period) {
-                add(AnalyticsItem.stockDay(of: piece.start), period, .mrr, monthly.micros, currency: currency)
-                if let end = piece.end { add(AnalyticsItem.stockDay(of: end), period, .mrr, -monthly.micros, currency: currency) }
+            if let price = period.sale.price, let currency = period.sale.currency, let yearly = Self.yearly(price, period) {
+                add(AnalyticsItem.stockDay(of: piece.start), period, .mrr, yearly.micros, currency: currency)
+                if let end = piece.end { add(AnalyticsItem.stockDay(of: end), period, .mrr, -yearly.micros, currency: currency) }
             }
         }
 
@@ -142,7 +147,7 @@ struct AnalyticsSweep {
     /// The environment's auto-renewable periods this subscriber held when
     /// they began (family-shared copies left out), and each by the source
     /// id the timeline's pieces name (a transaction id or an order id).
-    func periods() -> (periods: [Period], bySource: [String: Period]) {
+    func periods(pieces: [ActivityTimeline.Piece]) -> (periods: [Period], bySource: [String: Period]) {
         var periods: [Period] = []
         var bySource: [String: Period] = [:]
         for (original, records) in ledger.byOriginal.records {
@@ -178,8 +183,10 @@ struct AnalyticsSweep {
                 for source in sources { bySource[source] = period }
             }
         }
+        var accessFrom: [String: Date] = [:]
+        for piece in pieces where piece.start < (accessFrom[piece.source] ?? .distantFuture) { accessFrom[piece.source] = piece.start }
         for token in ledger.playTokens(environment: environment) {
-            let added = playPeriods(token)
+            let added = playPeriods(token, accessFrom: accessFrom)
             periods += added.map(\.period)
             for (source, period) in added { bySource[source] = period }
         }
@@ -188,8 +195,11 @@ struct AnalyticsSweep {
 
     /// A Play token's orders, each from the end of the one before (or the
     /// subscription's start) to its latest expiry; a void refunds the
-    /// order it names, or the latest one.
-    func playPeriods(_ token: String) -> [(source: String, period: Period)] {
+    /// order it names, or the latest one. An order whose access began later
+    /// than that (a renewal paid after an account hold) starts when its
+    /// access did: `accessFrom`, the first instant of the timeline's pieces
+    /// by their source.
+    func playPeriods(_ token: String, accessFrom: [String: Date]) -> [(source: String, period: Period)] {
         let states = (ledger.playPurchases[token] ?? []).filter { $0.value.environment == environment }.sorted { $0.date < $1.date }
         guard let first = states.first?.value,
               let product = first.catalogIDs.lazy.compactMap({ catalog.product(id: $0, store: .googlePlay) }).first,
@@ -213,6 +223,7 @@ struct AnalyticsSweep {
             let voided = void.flatMap { void in
                 (void.value.orderID == order.id || (void.value.orderID == nil && index == orders.count - 1)) ? void.date : nil
             }
+            if let access = accessFrom[order.id], access > start { start = access }
             result.append((order.id, Period(unit: token, store: .googlePlay, productID: product.id, group: product.group,
                                             start: start, end: order.end, sale: order.sale,
                                             refund: voided.map { (date: $0, share: Int?.none) })))
@@ -223,19 +234,20 @@ struct AnalyticsSweep {
 
     // MARK: Arithmetic of the definitions
 
-    /// The price per month of a paid period: × 52, 12, 6, 4, 2 or 1 ÷ 12
+    /// The price per year of a paid period, MRR × 12: × 52, 12, 6, 4, 2 or 1
     /// when the period spans a week, one, two, three or six months or a
-    /// year exactly; otherwise by its days (× 365 ÷ days ÷ 12).
-    static func monthly(_ price: Amount, _ period: Period) -> Amount? {
+    /// year exactly (exact, so monthly values sum exactly and are divided by
+    /// 12 once, when answered); otherwise by its days (× 365 ÷ days, to a micro).
+    static func yearly(_ price: Amount, _ period: Period) -> Amount? {
         guard let end = period.end, end > period.start else { return nil }
         let spans: [(ISODuration, Int64)] = [(ISODuration(weeks: 1), 52), (ISODuration(months: 1), 12), (ISODuration(months: 2), 6),
                                              (ISODuration(months: 3), 4), (ISODuration(months: 6), 2), (ISODuration(years: 1), 1)]
         for (duration, perYear) in spans where duration.added(to: period.start) == end {
-            return price.scaled(by: perYear, 12)
+            return price.scaled(by: perYear, 1)
         }
         let days = Int64((end.timeIntervalSince(period.start) / 86_400).rounded())
         guard days > 0 else { return nil }
-        return price.scaled(by: 365, days * 12)
+        return price.scaled(by: 365, days)
     }
 
     static func dayEnd(of instant: Date) -> Date {

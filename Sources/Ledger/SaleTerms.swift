@@ -128,11 +128,13 @@ public enum Currency {
 
     /// `amount` rounded half-even to the currency's minor unit, as a decimal
     /// string with exactly that many places (`"119.88"`, `"1200"` for JPY).
-    public static func format(_ amount: Amount, in code: String) -> String {
+    /// `dividedBy`: an amount kept as a multiple (MRR as a yearly amount,
+    /// answered ÷ 12), divided in the same single rounding.
+    public static func format(_ amount: Amount, in code: String, dividedBy divisor: Int64 = 1) -> String {
         let places = minorUnit(code) ?? 2
         var step: Int64 = 1
         for _ in places..<6 { step *= 10 }
-        let minor = Amount.divideHalfEven(amount.micros, step)
+        let minor = Amount.divideHalfEven(amount.micros, step * max(1, divisor))
         let sign = minor < 0 ? "-" : ""
         var divisor: Int64 = 1
         for _ in 0..<places { divisor *= 10 }

@@ -82,7 +82,8 @@ struct AnalyticsContributionTests {
         #expect(Self.total(items, .activeSubscriptions, through: first + 5) == 0)
         #expect(Self.total(items, .activeSubscriptions, through: first + 6) == 1)
         // A month paid at 9.99 is 9.99 a month.
-        #expect(Self.total(items, .mrr, currency: "USD", through: first + 6) == 9_990_000)
+        // MRR is kept as the yearly amount (× 12), divided once when answered.
+        #expect(Self.total(items, .mrr, currency: "USD", through: first + 6) == 12 * 9_990_000)
         // It lapses on 8 March: churned that day, week and month; nothing active after.
         let lapse = AnalyticsItem.flowDay(of: RFC3339.parse("2026-03-08T00:00:00Z")!)
         #expect(Self.total(items, .churnedDay, on: lapse) == 1 && Self.total(items, .churnedWeek, on: lapse) == 1
@@ -119,8 +120,8 @@ struct AnalyticsContributionTests {
         #expect(Self.total(items, .revenue, currency: "EUR", on: AnalyticsItem.flowDay(of: Self.day(0))) == 130_000_000)
         #expect(Self.total(items, .refunds, currency: "EUR", on: AnalyticsItem.flowDay(of: Self.day(10))) == 5_000_000)
         #expect(Self.total(items, .refunds, currency: "EUR", on: AnalyticsItem.flowDay(of: Self.day(40))) == 120_000_000)
-        // The yearly at 120 is 10 a month until its refund.
-        #expect(Self.total(items, .mrr, currency: "EUR", through: AnalyticsItem.flowDay(of: Self.day(20))) == 10_000_000)
+        // The yearly at 120 is 10 a month (120 a year, as kept) until its refund.
+        #expect(Self.total(items, .mrr, currency: "EUR", through: AnalyticsItem.flowDay(of: Self.day(20))) == 120_000_000)
         #expect(Self.total(items, .mrr, currency: "EUR") == 0)
     }
 
@@ -195,7 +196,7 @@ struct AnalyticsContributionTests {
                         .reduce(Int64(0)) { sum, subscription in
                             let fact = subscription.latest.fact
                             let perYear: Int64 = fact.productID == "pro.yearly" ? 1 : 12
-                            return sum + fact.details.sale.price!.scaled(by: perYear, 12).micros
+                            return sum + fact.details.sale.price!.micros * perYear
                         }
                     #expect(Self.total(items, .mrr, currency: currency, through: day) == expected, "subscriber \(subscriber) day \(day) \(currency)")
                 }

@@ -198,7 +198,7 @@ struct AnalyticsDaySums {
                     switch metric {
                     case .activeSubscriptions: values[metric] = .count(count(.activeSubscriptions, in: stock))
                     case .activeTrials: values[metric] = .count(count(.activeTrials, in: stock))
-                    case .mrr: values[metric] = Self.formatted(amounts(.mrr, in: stock))
+                    case .mrr: values[metric] = Self.formatted(amounts(.mrr, in: stock), dividedBy: 12)
                     case .newSubscriptions, .trialStarts, .trialConversions, .renewals, .churned:
                         values[metric] = .count(count(metric.sources(query.interval)[0], in: flows))
                     case .churnRate:
@@ -222,10 +222,10 @@ struct AnalyticsDaySums {
     /// Micros per currency as decimal strings in each currency's minor unit;
     /// a currency whose sum is 0 is left out unless it had something (a net
     /// revenue that refunds cancelled).
-    static func formatted(_ micros: [String: Int64], keepingZeros kept: Set<String> = []) -> AnalyticsValue {
+    static func formatted(_ micros: [String: Int64], dividedBy divisor: Int64 = 1, keepingZeros kept: Set<String> = []) -> AnalyticsValue {
         var amounts: [String: String] = [:]
         for (currency, value) in micros where value != 0 || kept.contains(currency) {
-            amounts[currency] = Currency.format(Amount(micros: value), in: currency)
+            amounts[currency] = Currency.format(Amount(micros: value), in: currency, dividedBy: divisor)
         }
         return .amounts(amounts)
     }
