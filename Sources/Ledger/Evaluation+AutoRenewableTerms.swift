@@ -60,10 +60,17 @@ extension Evaluation {
         // cut it short, and no grace follows.
         // https://developer.apple.com/documentation/appstoreservernotifications/graceperiodexpiresdate
         // https://developer.apple.com/help/app-store-connect/manage-subscriptions/enable-billing-grace-period-for-auto-renewable-subscriptions
+        //
+        // An issue dated once the next period of the same original had begun
+        // is about that period or a later one, not this one: it gives this
+        // period no grace (a retry gap before a renewal is not covered by a
+        // grace reported a month later).
         var graceEnd: Date?
         let cutShort = expiredByStore.map { $0.date < (expiresDate ?? purchaseDate) } ?? false
-        if !cutShort {
-            for issue in ledger.billingIssues[original] ?? [] where issue.date >= purchaseDate {
+        if !cutShort, let issues = ledger.billingIssues[original], !issues.isEmpty {
+            let nextPeriod = ledger.byOriginal.records[original]?.lazy.map(\.fact.purchaseDate).filter { $0 > purchaseDate }.min()
+                ?? .distantFuture
+            for issue in issues where issue.date >= purchaseDate && issue.date < nextPeriod {
                 guard let grace = issue.value.gracePeriodExpiresDate, grace > end else { continue }
                 positions.append(issue.position)
                 graceEnd = max(graceEnd ?? grace, grace)

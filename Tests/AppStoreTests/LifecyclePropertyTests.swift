@@ -183,8 +183,8 @@ struct LifecyclePropertyTests {
     /// What the latest transaction and renewal info among the delivered
     /// notifications say at `at`: the transaction bought last by then is the
     /// period; before its end, active (revoked from a refund); after it, in
-    /// grace until a grace end a renewal info reported for that period, else
-    /// expired. nil: no transaction of it had begun.
+    /// grace until a grace end a renewal info reported for that period
+    /// (signed before the next period began), else expired. nil: no transaction of it had begun.
     static func reference(_ delivered: [VerifiedNotification], at: Date) -> (status: SubscriptionStatus?, end: Date?) {
         let transactions = delivered.compactMap(\.transaction)
         guard let latest = transactions.filter({ $0.purchaseDate <= at }).max(by: { $0.purchaseDate < $1.purchaseDate }),
@@ -192,8 +192,12 @@ struct LifecyclePropertyTests {
         let revoked = transactions.filter { $0.transactionID == latest.transactionID }.compactMap(\.revocationDate).min()
         if let revoked, revoked <= at { return (.revoked, end) }
         if at < end { return (.active, end) }
-        let graceEnds = delivered.filter { $0.payload.signedDate >= latest.purchaseDate && $0.renewalInfo?.isInBillingRetryPeriod == true }
-            .compactMap { $0.renewalInfo?.gracePeriodExpiresDate }
+        // A grace reported once a later period had begun (a failure of a
+        // later renewal) is about that period, not this one's end.
+        let next = transactions.map(\.purchaseDate).filter { $0 > latest.purchaseDate }.min() ?? .distantFuture
+        let graceEnds = delivered.filter {
+            $0.payload.signedDate >= latest.purchaseDate && $0.payload.signedDate < next && $0.renewalInfo?.isInBillingRetryPeriod == true
+        }.compactMap { $0.renewalInfo?.gracePeriodExpiresDate }
         if let grace = graceEnds.max(), at < grace { return (.grace, end) }
         return (.expired, end)
     }

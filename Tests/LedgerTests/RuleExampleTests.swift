@@ -108,6 +108,24 @@ struct AutoRenewableExamples {
         #expect(world.state("u", at: date("2024-02-20T00:00:00Z")).subscriptions.map(\.status) == [.active])
     }
 
+    /// A billing issue reported for a later period gives no grace to an
+    /// earlier gap: a month paid to 1 April, a retry gap until the renewal
+    /// of 5 April, and a billing issue dated 5 May (grace to 20 May) about
+    /// that renewal. On 3 April the subscription has expired; on 10 May it
+    /// is in grace.
+    /// https://developer.apple.com/documentation/appstoreservernotifications/graceperiodexpiresdate
+    @Test func aLaterPeriodsGraceDoesNotCoverAnEarlierGap() throws {
+        var world = World()
+        try world.send(purchase("g1", IDs.monthly, at: date("2026-03-01T00:00:00Z"), expires: date("2026-04-01T00:00:00Z")),
+                       to: "g", now: date("2026-03-01T00:00:00Z"))
+        try world.send(renewal("g2", original: "g1", IDs.monthly, at: date("2026-04-05T00:00:00Z"), expires: date("2026-05-05T00:00:00Z")),
+                       to: "g", now: date("2026-04-05T00:00:00Z"))
+        try world.send(.billingIssue(.init(originalTransactionID: "g1", gracePeriodExpiresDate: date("2026-05-20T00:00:00Z"),
+                                           effectiveDate: date("2026-05-05T00:00:00Z"))), to: "g", now: date("2026-05-05T00:00:00Z"))
+        #expect(world.state("g", at: date("2026-04-03T00:00:00Z")).subscriptions.map(\.status) == [.expired])
+        #expect(world.state("g", at: date("2026-05-10T00:00:00Z")).subscriptions.map(\.status) == [.grace])
+    }
+
     @Test func theLatestTransactionOfAnOriginalWins() throws {
         var world = World()
         try world.send(purchase("a1", IDs.monthly, at: start, expires: firstEnd), to: "u", now: start)

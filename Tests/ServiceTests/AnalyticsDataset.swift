@@ -148,7 +148,7 @@ struct AnalyticsDataset {
         case .quarterly: int(1...3)
         case .yearly: 1
         }
-        var anchor = at, sinceAnchor = 0, afterGap = false
+        var anchor = at, sinceAnchor = 0
         let winBack = !firstLife && price != nil && chance(30)
         for index in 0..<count {
             guard at <= Self.lastFactDate - 86_400 else { break }
@@ -174,10 +174,10 @@ struct AnalyticsDataset {
             if roll <= (store == .googlePlay ? 15 : 7) {
                 // Billing retry without grace (on Google Play, an account hold): no access until the renewal.
                 at = end + Double(int(1...5)) * 86_400 + Double(int(0...86_399))
-                (anchor, sinceAnchor, afterGap) = (at, 0, true)
-            } else if roll <= 13, store == .appStore, !afterGap, end < Self.lastFactDate - 20 * 86_400 {
-                // Not after a gap: the ledger lets a billing issue's grace also
-                // cover an earlier gap of the original (a rule to settle apart).
+                (anchor, sinceAnchor) = (at, 0)
+            } else if roll <= 13, store == .appStore, end < Self.lastFactDate - 20 * 86_400 {
+                // A billing issue with grace, after a retry gap too: its grace
+                // covers its own period only, not the earlier gap.
                 let grace = end + Double(int(3...16)) * 86_400
                 subscription.graceAfter[subscription.periods.count - 1] = grace
                 guard chance(55) else { break }  // the grace period runs out
