@@ -149,12 +149,7 @@ extension ProjectionBench {
                 count += 1
             }
             subscriber += 1
-            if commands.count >= 500 || written + commands.count >= events {
-                written += commands.count
-                _ = try await writer.write(WriteBatch(commands, refusals: .skip))
-                commands.removeAll(keepingCapacity: true)
-                progress.update("\(written)/\(events)")
-            }
+            try await write(&commands, written: &written, progress: progress)
         }
         progress.finish("\(written) events for \(subscriber) subscribers")
         return 400

@@ -188,14 +188,18 @@ struct ProjectionBench {
                 commands.append(.fact(.refund(.init(transactionID: "\(id)-p", revocationDate: start + offset + 86_400)), subscriberID: id))
             }
             subscriber += 1
-            if commands.count >= 500 || written + commands.count >= events {
-                written += commands.count
-                _ = try await writer.write(WriteBatch(commands, refusals: .skip))
-                commands.removeAll(keepingCapacity: true)
-                progress.update("\(written)/\(events)")
-            }
+            try await write(&commands, written: &written, progress: progress)
         }
         progress.finish("\(written) events for \(subscriber) subscribers")
+    }
+
+    /// Writes the loaders' commands in batches of about 500, and the last ones.
+    func write(_ commands: inout [WriteCommand], written: inout Int, progress: TerminalProgress) async throws {
+        guard commands.count >= 500 || written + commands.count >= events else { return }
+        written += commands.count
+        _ = try await writer.write(WriteBatch(commands, refusals: .skip))
+        commands.removeAll(keepingCapacity: true)
+        progress.update("\(written)/\(events)")
     }
 
     /// A subscriber with one event per sample (for the write measurement),

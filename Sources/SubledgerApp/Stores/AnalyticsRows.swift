@@ -146,15 +146,6 @@ enum AnalyticsRows {
         try await connection.query(PostgresQuery(unsafeSQL: "TRUNCATE " + tables.joined(separator: ", ")))
     }
 
-    /// The calendar year (UTC) of a day counted from 1970-01-01.
-    static func year(ofDay day: Int) -> Int {
-        // Civil-from-days (Howard Hinnant's algorithm), year only.
-        let z = day + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        return yearOfEra + era * 400 + (monthIndex >= 10 ? 1 : 0)
-    }
+    /// The calendar year (UTC, proleptic Gregorian as PostgreSQL's dates) of a day counted from 1970-01-01.
+    static func year(ofDay day: Int) -> Int { CivilDate.civilFromDays(day).year }
 }
