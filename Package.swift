@@ -121,6 +121,7 @@ let package = Package(
         ),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "Postgres", "TestSupport"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["JSON", "Ledger", "TestSupport"]),
         // The repository's own promises: every doc link resolves, the
         // configuration page lists exactly the declared variables and flags.

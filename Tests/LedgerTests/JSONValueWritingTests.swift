@@ -12,7 +12,7 @@ struct JSONValueWritingTests {
         var random = SplitMix64(seed: 6901)
         var compared = 0
         for _ in 0..<3_000 {
-            let text = JSONValueParsingTests.document(&random)
+            let text = GeneratedJSON.document(&random)
             guard case .success(let value) = JSONValue.parse(Data(text.utf8)) else { continue }
             var writer = JSONBytes()
             writer.object { $0.json("value", value) }

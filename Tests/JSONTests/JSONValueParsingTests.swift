@@ -2,7 +2,6 @@ import Foundation
 import Testing
 import TestSupport
 import JSON
-@testable import Ledger
 
 /// The hand-written parser (`JSONValue.parse`) against `JSONDecoder`
 /// (`JSONValue.decoded`), which it replaced on the request path: on
@@ -13,7 +12,7 @@ struct JSONValueParsingTests {
         var random = SplitMix64(seed: 8259)
         var accepted = 0, refused = 0
         for round in 0..<6_000 {
-            var text = Array(Self.document(&random).utf8)
+            var text = Array(GeneratedJSON.document(&random).utf8)
             // Two thirds damaged: a byte cut, changed or added somewhere.
             if round % 3 != 0, !text.isEmpty {
                 let at = Int.random(in: 0..<text.count, using: &random)
@@ -114,48 +113,4 @@ struct JSONValueParsingTests {
     }
 
     static let noise: [UInt8] = Array("{}[]:,\"\\ 0-.eE+tfnu".utf8) + [0x00, 0x01, 0x7F, 0xC3, 0xFF]
-
-    static func document(_ random: inout SplitMix64) -> String {
-        value(&random, depth: 0)
-    }
-
-    static func value(_ random: inout SplitMix64, depth: Int) -> String {
-        let space = [" ", "", "\n", "\t", "\r\n  "].randomElement(using: &random)!
-        switch Int.random(in: 0..<(depth > 3 ? 5 : 8), using: &random) {
-        case 0: return space + ["null", "true", "false"].randomElement(using: &random)! + space
-        case 1, 2: return space + number(&random) + space
-        case 3, 4: return space + string(&random) + space
-        case 5:
-            let elements = (0..<Int.random(in: 0...4, using: &random)).map { _ in value(&random, depth: depth + 1) }
-            return space + "[" + elements.joined(separator: ",") + "]" + space
-        default:
-            // Distinct keys: JSONDecoder reads only the first value of a
-            // key named twice, and so lets damage in the others pass
-            // (`aKeyNamedTwiceKeepsItsFirstValue`).
-            let keys = ["a", "b", "transactionId", "é"].shuffled(using: &random).prefix(Int.random(in: 0...4, using: &random))
-            let members = keys.map { key in
-                string(&random, plain: key) + space + ":" + value(&random, depth: depth + 1)
-            }
-            return space + "{" + members.joined(separator: ",") + "}" + space
-        }
-    }
-
-    static func number(_ random: inout SplitMix64) -> String {
-        switch Int.random(in: 0..<8, using: &random) {
-        case 0: return String(Int64.random(in: .min ... .max, using: &random))
-        case 1: return String(Int.random(in: -1000...1000, using: &random))
-        case 2: return "\(Int.random(in: -99...99, using: &random)).\(Int.random(in: 0...999, using: &random))"
-        case 3: return "\(Int.random(in: 1...9, using: &random))e\(Int.random(in: -5...20, using: &random))"
-        case 4: return "\(Int.random(in: 0...9, using: &random)).0E+\(Int.random(in: 0...3, using: &random))"
-        case 5: return "1234567890123456789012345"
-        case 6: return "-0.0"
-        default: return String(Double.random(in: -1e6...1e6, using: &random))
-        }
-    }
-
-    static func string(_ random: inout SplitMix64, plain: String? = nil) -> String {
-        if let plain { return "\"" + plain + "\"" }
-        let pieces = ["x", "héllo", "😀", "\\n", "\\\"", "\\\\", "\\/", "\\u00e9", "\\ud83d\\ude00", "\\u0000", "\\t", " ", "ü", "\\b"]
-        return "\"" + (0..<Int.random(in: 0...5, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined() + "\""
-    }
 }
