@@ -26,9 +26,13 @@ public struct NotificationFacts: Sendable, Hashable {
     public var summary: String
 }
 
-/// Maps a verified notification to ledger facts. Pure: the same notification
-/// always gives the same facts, so a retried or replayed one decides the same.
-public func facts(for notification: VerifiedNotification) -> NotificationFacts {
+extension VerifiedNotification {
+    /// The ledger facts this notification means. Pure: the same notification
+    /// always gives the same facts, so a retried or replayed one decides the same.
+    public var facts: NotificationFacts { notificationFacts(for: self) }
+}
+
+private func notificationFacts(for notification: VerifiedNotification) -> NotificationFacts {
     let payload = notification.payload
     let transaction = notification.transaction
     let renewal = notification.renewalInfo

@@ -28,33 +28,30 @@ public struct Explanation: Sendable, Equatable, Encodable {
     enum CodingKeys: String, CodingKey { case subscriberID = "subscriberId", at, environment, entitlements, neverGranted }
 }
 
-/// Explains `history` at `at`.
-public func explain(subscriberID: String, history: [RecordedLedgerEvent], catalog: Catalog, at: Date,
-                    environment: Environment = .production) -> Explanation {
-    explain(SubscriberLedger(subscriberID: subscriberID, events: history), catalog: catalog, at: at, environment: environment)
-}
-
-/// Explains a ledger at `at`, in one store environment.
-public func explain(_ ledger: SubscriberLedger, catalog: Catalog, at: Date, environment: Environment = .production) -> Explanation {
-    let subscriberID = ledger.subscriberID
-    let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: at, environment: environment)
-    let entitlements = evaluation.entitlementGrants.map { id, chosen, all in
-        let others = all.filter { $0.source != chosen.source || $0.productID != chosen.productID }
-        let verdict = chosen.active ? "Active: " : "Not active: "
-        return Explanation.Entitlement(
-            id: id, active: chosen.active,
-            reasons: [verdict + chosen.reason] + others.map { "Also: " + $0.reason },
-            positions: Array(Set(all.flatMap(\.positions))).sorted(),
-            transactionIDs: Array(Set(all.filter { !$0.productID.isEmpty }.map(\.source))).sorted())
+extension SubscriberLedger {
+    /// Why each entitlement is or is not active at `at`, in one store environment.
+    public func explanation(catalog: Catalog, at: Date, environment: Environment = .production) -> Explanation {
+        let evaluation = Evaluation(ledger: self, catalog: catalog, at: at, environment: environment)
+        let entitlements = evaluation.entitlementGrants.map { id, chosen, all in
+            let others = all.filter { $0.source != chosen.source || $0.productID != chosen.productID }
+            let verdict = chosen.active ? "Active: " : "Not active: "
+            return Explanation.Entitlement(
+                id: id, active: chosen.active,
+                reasons: [verdict + chosen.reason] + others.map { "Also: " + $0.reason },
+                positions: Array(Set(all.flatMap(\.positions))).sorted(),
+                transactionIDs: Array(Set(all.filter { !$0.productID.isEmpty }.map(\.source))).sorted())
+        }
+        let granted = Set(entitlements.map(\.id))
+        return Explanation(subscriberID: subscriberID, at: at, environment: environment, entitlements: entitlements,
+                           neverGranted: catalog.entitlementIDs.filter { !granted.contains($0) })
     }
-    let granted = Set(entitlements.map(\.id))
-    return Explanation(subscriberID: subscriberID, at: at, environment: environment, entitlements: entitlements,
-                       neverGranted: catalog.entitlementIDs.filter { !granted.contains($0) })
 }
 
-/// The events of `history` about a transaction: those naming it as
-/// `transactionId` or as `originalTransactionId` (the whole chain,
-/// refunds, expiries, transfers), in stream order.
-public func facts(ofTransaction id: String, in history: [RecordedLedgerEvent]) -> [RecordedLedgerEvent] {
-    history.filter { $0.event.transactionID == id || $0.event.originalTransactionID == id }
+extension [RecordedLedgerEvent] {
+    /// The events about a transaction: those naming it as `transactionId`
+    /// or as `originalTransactionId` (the whole chain, refunds, expiries,
+    /// transfers), in stream order.
+    public func facts(ofTransaction id: String) -> [RecordedLedgerEvent] {
+        filter { $0.event.transactionID == id || $0.event.originalTransactionID == id }
+    }
 }

@@ -2,8 +2,9 @@ import Foundation
 import JSON
 
 /// A readable line for an event in a subscriber's history, e.g.
-/// "Purchased com.example.pass.30d (transaction 1001) on device ABC".
-public func summary(of event: LedgerEvent) -> String {
+/// "Purchased com.example.pass.30d (transaction 1001) on device ABC"
+/// (`LedgerEvent.summary`).
+private func summary(of event: LedgerEvent) -> String {
     func on(_ fact: TransactionFact) -> String {
         var text = " \(fact.productID) (transaction \(fact.transactionID)"
         if fact.originalTransactionID != fact.transactionID { text += ", original \(fact.originalTransactionID)" }
@@ -72,7 +73,7 @@ public func summary(of event: LedgerEvent) -> String {
 }
 
 extension LedgerEvent {
-    /// `summary(of: self)`.
+    /// A readable line for this event in a subscriber's history.
     public var summary: String { Ledger.summary(of: self) }
 }
 

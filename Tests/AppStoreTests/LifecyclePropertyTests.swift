@@ -157,7 +157,7 @@ struct LifecyclePropertyTests {
         var seen = Set<String>()
         let now = Date(timeIntervalSince1970: 1_900_000_000)
         for notification in notifications where seen.insert(notification.payload.notificationUUID).inserted {
-            let mapped = facts(for: notification)
+            let mapped = notification.facts
             var attempt = ledger
             var claims: [String] = []
             do {

@@ -15,7 +15,7 @@ import Testing
                         renewal: RenewalInfo? = nil, environment: AppStoreEnvironment = .sandbox) async throws -> NotificationFacts {
         let signed = try store.signedNotification(type, subtype, transaction: transaction, renewal: renewal,
                                                   environment: environment, uuid: "4a1e0c6e-7b1d-4f0e-9d7c-000000000042")
-        return facts(for: try await store.verifier.verifyNotification(body: store.body(signedPayload: signed)))
+        return try await store.verifier.verifyNotification(body: store.body(signedPayload: signed)).facts
     }
 
     private func record(_ type: FactRequest.FactType, _ transaction: TransactionInfo, autoRenew: Bool? = true,
@@ -242,7 +242,7 @@ import Testing
         let subscriberID = TestAppStore.subscriberID.lowercased()
         for (type, subtype, transaction, renewal, signedDate) in notifications {
             let signed = try store.signedNotification(type, subtype, transaction: transaction, renewal: renewal, signedDate: signedDate)
-            let mapped = facts(for: try await store.verifier.verifyNotification(signedPayload: signed))
+            let mapped = try await store.verifier.verifyNotification(signedPayload: signed).facts
             #expect(mapped.subscriberHint == subscriberID)
             for fact in mapped.facts {
                 let decision = try decider.decide(fact, subscriberID: subscriberID, history: history, owner: { _ in nil },

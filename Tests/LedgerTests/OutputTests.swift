@@ -44,7 +44,7 @@ struct OutputTests {
         #expect(event.type == "purchased")
         #expect(event.schemaVersion == 1)
         #expect(event.idempotencyKey == "1001")
-        #expect(summary(of: event) == "Purchased com.example.pass.30d (transaction 1001) on device ABC [Sandbox]")
+        #expect(event.summary == "Purchased com.example.pass.30d (transaction 1001) on device ABC [Sandbox]")
     }
 
     @Test func unknownEventsDecodeAndAreIgnoredByTheFold() throws {
@@ -62,7 +62,7 @@ struct OutputTests {
 
     @Test func everyHistoryEventHasASummary() throws {
         let world = try sampleWorld()
-        #expect(world.history("u").map { summary(of: $0.event) } == [
+        #expect(world.history("u").map { $0.event.summary } == [
             "Purchased com.example.pass.30d (transaction p1) on device D1",
             "Purchased com.example.level2 (transaction n1)",
             "Purchased com.example.pro.monthly (transaction a1), expires 2024-02-01T00:00:00Z",
@@ -72,7 +72,7 @@ struct OutputTests {
 
     @Test func explainSaysWhyWithTheFacts() throws {
         let world = try sampleWorld()
-        let explanation = explain(subscriberID: "u", history: world.history("u"), catalog: catalog, at: date("2024-02-15T00:00:00Z"))
+        let explanation = SubscriberLedger(subscriberID: "u", events: world.history("u")).explanation(catalog: catalog, at: date("2024-02-15T00:00:00Z"))
         #expect(explanation.entitlements.map(\.id) == ["level2", "pro"])
         #expect(explanation.neverGranted == ["starter"])
         let pro = explanation.entitlements[1]
@@ -95,8 +95,8 @@ struct OutputTests {
         var world = try sampleWorld()
         try world.send(renewal("a2", original: "a1", IDs.monthly, at: date("2024-02-01T00:00:00Z"), expires: date("2024-03-01T00:00:00Z")),
                        to: "u", now: date("2024-02-01T00:00:00Z"))
-        #expect(facts(ofTransaction: "a1", in: world.history("u")).map(\.position) == [3, 4, 5])
-        #expect(facts(ofTransaction: "a2", in: world.history("u")).map(\.position) == [5])
-        #expect(facts(ofTransaction: "zzz", in: world.history("u")).isEmpty)
+        #expect(world.history("u").facts(ofTransaction: "a1").map(\.position) == [3, 4, 5])
+        #expect(world.history("u").facts(ofTransaction: "a2").map(\.position) == [5])
+        #expect(world.history("u").facts(ofTransaction: "zzz").isEmpty)
     }
 }

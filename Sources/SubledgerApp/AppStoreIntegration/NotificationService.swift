@@ -46,7 +46,7 @@ public struct NotificationService: Sendable {
 
     /// Stores and applies a verified notification; a retry of a stored one applies nothing.
     public func receive(_ verified: VerifiedNotification, signedPayload: String) async throws -> Receipt {
-        let facts = AppStore.facts(for: verified)
+        let facts = verified.facts
         let type = Self.metricType(facts.notificationType)
         if let status = try await pool.withConnection({ try await NotificationStore.status(of: facts.notificationUUID, on: $0) }) {
             Self.count(type: type, outcome: "duplicate")
@@ -175,7 +175,7 @@ public struct NotificationService: Sendable {
     private func applyPending(uuid: String, signedPayload: String) async throws {
         let facts: NotificationFacts
         do throws(AppStoreVerificationError) {
-            facts = AppStore.facts(for: try await verifier.verifyNotification(signedPayload: signedPayload))
+            facts = try await verifier.verifyNotification(signedPayload: signedPayload).facts
         } catch {
             // Verified when it arrived; the roots changed since. Keep it, but stop retrying.
             _ = try await pool.withConnection {

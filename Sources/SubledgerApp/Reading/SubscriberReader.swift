@@ -159,7 +159,7 @@ public struct SubscriberReader: Sendable {
 
     /// Why each entitlement is or is not active at `at`.
     public func explanation(of subscriberID: String, at: Date? = nil, environment: Ledger.Environment = .production) async throws -> Explanation {
-        explain(try await ledger(of: subscriberID), catalog: catalog, at: at ?? now(), environment: environment)
+        try await ledger(of: subscriberID).explanation(catalog: catalog, at: at ?? now(), environment: environment)
     }
 
     /// The subscriber's events in order, each with a readable summary.
@@ -179,7 +179,7 @@ public struct SubscriberReader: Sendable {
         var entries = [TimelineEntry]()
         for subscriber in subscribers {
             let history = try await SubscriberHistory.read(subscriber, from: store)
-            let wanted = Set(facts(ofTransaction: id, in: history.events).map(\.position))
+            let wanted = Set(history.events.facts(ofTransaction: id).map(\.position))
             for (stored, event) in zip(history.stored, history.events) where wanted.contains(stored.position) {
                 entries.append(TimelineEntry(subscriberID: subscriber, stored: stored, event: event))
             }
