@@ -6,12 +6,8 @@ import Foundation
 /// differ. Product ids and currencies are listed once, items refer to them
 /// by index; integers are LEB128 varints (zigzag for signed values).
 public enum AnalyticsContributionCoding {
-    /// The stored code of each metric: its index here. Only ever appended to.
-    static let metrics: [AnalyticsMetric] = [
-        .activeSubscriptions, .activeTrials, .mrr, .newSubscriptions, .trialStarts, .trialConversions, .renewals,
-        .revenue, .refunds, .churnedDay, .churnedWeek, .churnedMonth, .trialsConverted, .retainedWeek, .retainedMonth,
-    ]
-    static let codes = Dictionary(uniqueKeysWithValues: metrics.enumerated().map { ($1, UInt64($0)) })
+    /// The metrics by their stored code (`AnalyticsMetric.code`).
+    static let metrics: [AnalyticsMetric] = AnalyticsMetric.allCases.sorted()
     static let version: UInt8 = 1
 
     public static func encode(_ items: [AnalyticsItem]) -> [UInt8] {
@@ -30,7 +26,7 @@ public enum AnalyticsContributionCoding {
             writeSigned(Int64(item.day), to: &body)
             body.append(item.environment == .production ? 0 : 1)
             body.append(item.store == .appStore ? 0 : 1)
-            write(codes[item.metric]!, to: &body)
+            write(UInt64(item.metric.code), to: &body)
             write(index(item.productID), to: &body)
             write(index(item.currency), to: &body)
             write(UInt64(item.offset), to: &body)

@@ -43,26 +43,28 @@ public enum AnalyticsMetric: String, Sendable, Hashable, CaseIterable, Comparabl
     /// Kept per cohort and offset (`analytics_retention`), not per day.
     public var isRetention: Bool { self == .retainedWeek || self == .retainedMonth }
 
-    public static func < (left: Self, right: Self) -> Bool { left.order < right.order }
+    public static func < (left: Self, right: Self) -> Bool { left.code < right.code }
 
-    /// Comparing names, without reading them (`rawValue` of an enum is a switch building a string).
-    var order: Int {
+    /// The metric's stored code (`AnalyticsContributionCoding`), which also
+    /// orders contributions and the tables' writes. Codes are never reused
+    /// or changed: a new metric takes the next one.
+    var code: UInt8 {
         switch self {
         case .activeSubscriptions: 0
         case .activeTrials: 1
-        case .churnedDay: 2
-        case .churnedMonth: 3
-        case .churnedWeek: 4
-        case .mrr: 5
-        case .newSubscriptions: 6
-        case .refunds: 7
-        case .renewals: 8
-        case .retainedMonth: 9
-        case .retainedWeek: 10
-        case .revenue: 11
-        case .trialConversions: 12
-        case .trialStarts: 13
-        case .trialsConverted: 14
+        case .mrr: 2
+        case .newSubscriptions: 3
+        case .trialStarts: 4
+        case .trialConversions: 5
+        case .renewals: 6
+        case .revenue: 7
+        case .refunds: 8
+        case .churnedDay: 9
+        case .churnedWeek: 10
+        case .churnedMonth: 11
+        case .trialsConverted: 12
+        case .retainedWeek: 13
+        case .retainedMonth: 14
         }
     }
 }

@@ -94,12 +94,12 @@ struct AnalyticsSweep {
             for stretch in ActivityTimeline.merged(unitPieces.sorted { $0.start < $1.start }) {
                 guard let end = stretch.end, let period = bySource[stretch.source] else { continue }
                 let group = period.group
-                for (metric, intervalEnd) in [(AnalyticsMetric.churnedDay, Self.dayEnd(of: end)), (.churnedWeek, Self.weekEnd(of: end)),
-                                              (.churnedMonth, Self.monthEnd(of: end))] {
+                for interval in AnalyticsInterval.allCases {
+                    let intervalEnd = interval.end(of: end)
                     let entitled = pieces.contains { piece in
                         piece.start <= intervalEnd && intervalEnd < (piece.end ?? .distantFuture) && piece.group == group
                     }
-                    if !entitled { add(AnalyticsItem.flowDay(of: end), period, metric, 1) }
+                    if !entitled { add(AnalyticsItem.flowDay(of: end), period, interval.churnMetric, 1) }
                 }
             }
         }
@@ -114,13 +114,15 @@ struct AnalyticsSweep {
     private func addRetention(of first: Period, paying pieces: [ActivityTimeline.Piece],
                               _ add: (Int, Period, AnalyticsMetric, Int64, String, Int) -> Void) {
         let stretches = ActivityTimeline.merged(pieces.sorted { $0.start < $1.start })
-        for (metric, weekly) in [(AnalyticsMetric.retainedWeek, true), (.retainedMonth, false)] {
-            let cohortStart = weekly ? Self.weekStart(of: first.start) : Self.monthStart(of: first.start)
+        for interval in [AnalyticsInterval.week, .month] {
+            let cohortStart = interval.start(of: first.start)
             let cohortDay = AnalyticsItem.flowDay(of: cohortStart)
             for stretch in stretches {
-                add(cohortDay, first, metric, 1, "", Self.retentionOffset(atOrAfter: stretch.start, cohort: cohortStart, weekly: weekly))
+                add(cohortDay, first, interval.retentionMetric, 1, "",
+                    Self.retentionOffset(atOrAfter: stretch.start, cohort: cohortStart, interval: interval))
                 if let end = stretch.end {
-                    add(cohortDay, first, metric, -1, "", Self.retentionOffset(atOrAfter: end, cohort: cohortStart, weekly: weekly))
+                    add(cohortDay, first, interval.retentionMetric, -1, "",
+                        Self.retentionOffset(atOrAfter: end, cohort: cohortStart, interval: interval))
                 }
             }
         }
@@ -129,15 +131,17 @@ struct AnalyticsSweep {
     /// The first offset `k` whose measuring instant — the end of the
     /// `k + 1`-th interval after the cohort's, that is the start of the
     /// `k + 2`-th — is at or after `instant`.
-    static func retentionOffset(atOrAfter instant: Date, cohort start: Date, weekly: Bool) -> Int {
+    static func retentionOffset(atOrAfter instant: Date, cohort start: Date, interval: AnalyticsInterval) -> Int {
         // The first j with the start of the j-th interval after the cohort's at or after `instant`.
         var intervals: Int
-        if weekly {
-            intervals = Int((instant.timeIntervalSince(start) / (7 * 86_400)).rounded(.up))
-        } else {
+        switch interval {
+        case .day: intervals = Int((instant.timeIntervalSince(start) / 86_400).rounded(.up))
+        case .week: intervals = Int((instant.timeIntervalSince(start) / (7 * 86_400)).rounded(.up))
+        case .month:
+            let utc = AnalyticsInterval.utc
             let from = utc.dateComponents([.year, .month], from: start), to = utc.dateComponents([.year, .month], from: instant)
             intervals = (to.year! * 12 + to.month!) - (from.year! * 12 + from.month!)
-            if instant > monthStart(of: instant) { intervals += 1 }
+            if instant > interval.start(of: instant) { intervals += 1 }
         }
         return max(0, intervals - 2)
     }
@@ -249,36 +253,4 @@ struct AnalyticsSweep {
         guard days > 0 else { return nil }
         return price.scaled(by: 365, days)
     }
-
-    static func dayEnd(of instant: Date) -> Date {
-        Date(timeIntervalSince1970: Double(AnalyticsItem.flowDay(of: instant) + 1) * 86_400)
-    }
-
-    /// The start of the ISO week (Monday 00:00 UTC) `instant` falls in.
-    static func weekStart(of instant: Date) -> Date {
-        let day = AnalyticsItem.flowDay(of: instant)
-        // 1970-01-01 was a Thursday: three days after a Monday.
-        let monday = day - ((day + 3) % 7 + 7) % 7
-        return Date(timeIntervalSince1970: Double(monday) * 86_400)
-    }
-
-    /// The end of the ISO week `instant` falls in.
-    static func weekEnd(of instant: Date) -> Date { weekStart(of: instant) + 7 * 86_400 }
-
-    /// The first instant of the calendar month `instant` falls in (UTC).
-    static func monthStart(of instant: Date) -> Date {
-        let parts = utc.dateComponents([.year, .month], from: instant)
-        return utc.date(from: DateComponents(year: parts.year, month: parts.month, day: 1))!
-    }
-
-    /// The first instant of the calendar month after the one `instant` falls in (UTC).
-    static func monthEnd(of instant: Date) -> Date {
-        utc.date(byAdding: .month, value: 1, to: monthStart(of: instant))!
-    }
-
-    private static let utc: Calendar = {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar
-    }()
 }

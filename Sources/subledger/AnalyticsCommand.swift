@@ -36,13 +36,14 @@ struct AnalyticsCommand: AsyncParsableCommand {
         if cohorts, interval == .day { throw ValidationError("--interval must be week or month for --cohorts") }
         let end = try parseInstant(to, option: "--to") ?? now
         let start = try parseInstant(from, option: "--from") ?? AnalyticsQuery.defaultFrom(to: end)
-        guard start < end else { throw ValidationError("--from must be before --to") }
-        guard let intervals = interval.intervals(from: start, to: end, limit: AnalyticsQuery.maximumIntervals) else {
-            throw ValidationError("at most \(AnalyticsQuery.maximumIntervals) intervals")
+        let (intervals, chosen): ([(start: Date, end: Date)], [AnalyticsReportMetric])
+        do {
+            intervals = try AnalyticsQuery.intervals(interval, from: start, to: end, field: "--from")
+            chosen = try metrics.map { text throws(LedgerError) in try AnalyticsQuery.metrics(parsing: text, field: "--metrics") }
+                ?? AnalyticsReportMetric.allCases
+        } catch {
+            throw ValidationError(error.message)
         }
-        let chosen = try metrics.map { list in
-            try list.split(separator: ",").map { try choice(String($0), named: "--metrics", as: AnalyticsReportMetric.self) }
-        } ?? AnalyticsReportMetric.allCases
         let query = AnalyticsQuery(metrics: chosen, from: start, to: end, interval: interval, environment: environment,
                                    store: store, productID: productID,
                                    groupBy: try choice(groupBy, named: "--group-by", as: AnalyticsQuery.GroupBy.self))

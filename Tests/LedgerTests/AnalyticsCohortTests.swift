@@ -49,15 +49,15 @@ struct AnalyticsCohortTests {
     @Test func retentionOffsetsFallOnTheMeasuringInstants() {
         let january = Self.at("2028-01-01T00:00:00Z")
         // Measured at 1 March (k = 0), 1 April (k = 1), …: paying from 29 February counts at 1 March.
-        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-02-29T23:59:59Z"), cohort: january, weekly: false) == 0)
-        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-03-01T00:00:00Z"), cohort: january, weekly: false) == 0)
-        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-03-01T00:00:01Z"), cohort: january, weekly: false) == 1)
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-02-29T23:59:59Z"), cohort: january, interval: .month) == 0)
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-03-01T00:00:00Z"), cohort: january, interval: .month) == 0)
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-03-01T00:00:01Z"), cohort: january, interval: .month) == 1)
         // A stretch ending exactly at 1 April is not counted there (as `?at=` that instant would not).
-        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-04-01T00:00:00Z"), cohort: january, weekly: false) == 1)
-        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2027-12-15T00:00:00Z"), cohort: january, weekly: false) == 0)
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-04-01T00:00:00Z"), cohort: january, interval: .month) == 1)
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2027-12-15T00:00:00Z"), cohort: january, interval: .month) == 0)
         let monday = Self.at("2028-01-03T00:00:00Z")
-        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-01-17T00:00:00Z"), cohort: monday, weekly: true) == 0)
-        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-01-17T00:00:00.001Z"), cohort: monday, weekly: true) == 1)
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-01-17T00:00:00Z"), cohort: monday, interval: .week) == 0)
+        #expect(AnalyticsSweep.retentionOffset(atOrAfter: Self.at("2028-01-17T00:00:00.001Z"), cohort: monday, interval: .week) == 1)
     }
 
     /// Retention counts from a contribution's deltas: offsets 0 to `last`.
@@ -88,9 +88,11 @@ struct AnalyticsCohortTests {
         }
     }
 
-    /// Every metric has a stored code, so a new one cannot be forgotten.
+    /// Every metric has a stored code of its own, so a new one cannot be forgotten or collide.
     @Test func everyMetricHasAStoredCode() {
         #expect(Set(AnalyticsContributionCoding.metrics) == Set(AnalyticsMetric.allCases))
         #expect(AnalyticsContributionCoding.metrics.count == AnalyticsMetric.allCases.count)
+        // Decoding reads a code as an index: the codes are 0, 1, 2, … each once.
+        #expect(AnalyticsContributionCoding.metrics.map(\.code) == (0..<UInt8(AnalyticsMetric.allCases.count)).map { $0 })
     }
 }

@@ -139,10 +139,10 @@ struct AnalyticsContributionTests {
     @Test func aChangeAtMidnightCountsAtTheEndOfTheDayBefore() {
         #expect(AnalyticsItem.stockDay(of: Self.day(1)) == AnalyticsItem.flowDay(of: Self.day(0)))
         #expect(AnalyticsItem.stockDay(of: Self.day(1) + 0.001) == AnalyticsItem.flowDay(of: Self.day(1)))
-        #expect(AnalyticsSweep.weekEnd(of: RFC3339.parse("2026-03-15T23:59:59Z")!) == RFC3339.parse("2026-03-16T00:00:00Z")!)
-        #expect(AnalyticsSweep.weekEnd(of: RFC3339.parse("2026-03-16T00:00:00Z")!) == RFC3339.parse("2026-03-23T00:00:00Z")!)
-        #expect(AnalyticsSweep.monthEnd(of: RFC3339.parse("2026-01-31T23:59:59.999Z")!) == RFC3339.parse("2026-02-01T00:00:00Z")!)
-        #expect(AnalyticsSweep.weekEnd(of: Date(timeIntervalSince1970: 0)) == RFC3339.parse("1970-01-05T00:00:00Z")!)
+        #expect(AnalyticsInterval.week.end(of: RFC3339.parse("2026-03-15T23:59:59Z")!) == RFC3339.parse("2026-03-16T00:00:00Z")!)
+        #expect(AnalyticsInterval.week.end(of: RFC3339.parse("2026-03-16T00:00:00Z")!) == RFC3339.parse("2026-03-23T00:00:00Z")!)
+        #expect(AnalyticsInterval.month.end(of: RFC3339.parse("2026-01-31T23:59:59.999Z")!) == RFC3339.parse("2026-02-01T00:00:00Z")!)
+        #expect(AnalyticsInterval.week.end(of: Date(timeIntervalSince1970: 0)) == RFC3339.parse("1970-01-05T00:00:00Z")!)
     }
 
     /// Stocks against the fold: for generated subscribers (trials, months,

@@ -138,7 +138,7 @@ struct AnalyticsPropertyTests {
         let stream = Self.stream(seed: seed)
         let churnedDay = Self.byDay(stream.items, .churnedDay)
         let new = Self.byDay(stream.items, .newSubscriptions), trialStarts = Self.byDay(stream.items, .trialStarts)
-        for (metric, intervalEnd) in [(AnalyticsMetric.churnedWeek, AnalyticsSweep.weekEnd(of:)), (.churnedMonth, AnalyticsSweep.monthEnd(of:))] {
+        for (metric, intervalEnd) in [(AnalyticsMetric.churnedWeek, AnalyticsInterval.week.end(of:)), (.churnedMonth, AnalyticsInterval.month.end(of:))] {
             let churned = Self.byDay(stream.items, metric)
             var byInterval: [Date: (interval: Int64, days: Int64, begun: Int64)] = [:]
             for day in Set(churnedDay.keys).union(churned.keys).union(new.keys).union(trialStarts.keys) {

@@ -41,28 +41,13 @@ struct AnalyticsController {
     /// defaults to 30 days before `to`, which defaults to now.
     static func query(_ request: Request, now: Date, defaultInterval: AnalyticsInterval) throws
         -> (AnalyticsQuery, [(start: Date, end: Date)]) {
-        var metrics = AnalyticsReportMetric.allCases
-        if let text = request.uri.queryParameters.get("metrics") {
-            metrics = []
-            for name in text.split(separator: ",", omittingEmptySubsequences: false) {
-                guard let metric = AnalyticsReportMetric(rawValue: String(name)) else {
-                    throw LedgerError.invalidField(
-                        "metrics", expected: "a comma-separated list of "
-                            + AnalyticsReportMetric.allCases.map(\.rawValue).joined(separator: ", "),
-                        got: String(name.prefix(64)))
-                }
-                if !metrics.contains(metric) { metrics.append(metric) }
-            }
-        }
+        let metrics = try request.uri.queryParameters.get("metrics").map { text throws(LedgerError) in
+            try AnalyticsQuery.metrics(parsing: text, field: "metrics")
+        } ?? AnalyticsReportMetric.allCases
         let interval = try RequestInput.choice("interval", in: request, as: AnalyticsInterval.self) ?? defaultInterval
         let to = try RequestInput.instant("to", in: request) ?? now
         let from = try RequestInput.instant("from", in: request) ?? AnalyticsQuery.defaultFrom(to: to)
-        guard from < to else {
-            throw LedgerError.invalidField("from", expected: "an instant before 'to' (\(RFC3339.format(to)))")
-        }
-        guard let intervals = interval.intervals(from: from, to: to, limit: AnalyticsQuery.maximumIntervals) else {
-            throw LedgerError.invalidField("from", expected: "at most \(AnalyticsQuery.maximumIntervals) \(interval.rawValue)s before 'to'")
-        }
+        let intervals = try AnalyticsQuery.intervals(interval, from: from, to: to, field: "from")
         let query = AnalyticsQuery(
             metrics: metrics, from: from, to: to, interval: interval, environment: try RequestInput.environment(in: request),
             store: try RequestInput.choice("store", in: request, as: Store.self),

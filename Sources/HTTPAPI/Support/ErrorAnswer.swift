@@ -23,17 +23,6 @@ extension APIError {
             return APIError(error.serviceError)
         case let error as WriteContention:
             return APIError(.serviceUnavailable, code: .contention, message: error.description, retryAfter: 1)
-        case let error where DatabaseFailure(error) != nil:
-            switch DatabaseFailure(error) {
-            case .unstorableValue(let sqlState)?:
-                // A value the database cannot store or index: the input's fault.
-                return APIError(.badRequest, code: .invalidField, message: "a value of the request cannot be stored (SQLSTATE \(sqlState))")
-            case .unavailable(let reason)?:
-                // A limit of the database or the database away: temporary, so 503 and not a server bug.
-                return .databaseUnavailable(reason)
-            case nil:
-                return nil
-            }
         case let error as HTTPError:
             let method = method.map { "\($0)" }
             return switch error.status {
@@ -46,7 +35,16 @@ extension APIError {
         case let error as any HTTPResponseError:
             return APIError(error.status, code: .http(error.status.code), message: error.status.reasonPhrase)
         default:
-            return nil
+            switch DatabaseFailure(error) {
+            case .unstorableValue(let sqlState)?:
+                // A value the database cannot store or index: the input's fault.
+                return APIError(.badRequest, code: .invalidField, message: "a value of the request cannot be stored (SQLSTATE \(sqlState))")
+            case .unavailable(let reason)?:
+                // A limit of the database or the database away: temporary, so 503 and not a server bug.
+                return .databaseUnavailable(reason)
+            case nil:
+                return nil
+            }
         }
     }
 

@@ -26,9 +26,9 @@ public struct AnalyticsProjection: EventConsumer {
     }
 
     public func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws {
-        let (loaded, erased) = try await SubscriberStreams.ledgers(of: events, on: connection)
+        let (opened, erased) = try await SubscriberStreams.ledgers(of: events, on: connection)
         var ledgers = erased
-        for (pseudonym, loaded) in loaded { ledgers[pseudonym] = loaded.ledger }
+        for (pseudonym, stream) in opened { ledgers[pseudonym] = stream.ledger }
         guard !ledgers.isEmpty else { return }
         let stored = try await AnalyticsRows.contributions(of: Array(ledgers.keys), in: tables, on: connection)
         var sums: [AnalyticsRows.Cell: Int64] = [:]

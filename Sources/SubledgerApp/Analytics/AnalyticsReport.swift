@@ -1,73 +1,6 @@
 import Foundation
+import JSON
 import Ledger
-
-/// What `GET /v1/analytics` and `subledger analytics` ask for and answer:
-/// a series of intervals, each with the values of the metrics the analytics
-/// contract defines (docs/analytics.md).
-public enum AnalyticsInterval: String, Sendable, CaseIterable {
-    case day, week, month
-
-    static let utc: Calendar = {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar
-    }()
-
-    /// The start of the interval `instant` falls in: a UTC midnight, a
-    /// Monday midnight (ISO weeks), a month's first midnight.
-    public func start(of instant: Date) -> Date {
-        let day = AnalyticsItem.flowDay(of: instant)
-        switch self {
-        case .day: return Date(timeIntervalSince1970: Double(day) * 86_400)
-        // 1970-01-01 was a Thursday, three days after a Monday.
-        case .week: return Date(timeIntervalSince1970: Double(day - ((day + 3) % 7 + 7) % 7) * 86_400)
-        case .month:
-            let parts = Self.utc.dateComponents([.year, .month], from: instant)
-            return Self.utc.date(from: DateComponents(year: parts.year, month: parts.month, day: 1))!
-        }
-    }
-
-    /// The start of the next interval after the one starting at `start`.
-    public func next(after start: Date) -> Date {
-        switch self {
-        case .day: start + 86_400
-        case .week: start + 7 * 86_400
-        case .month: Self.utc.date(byAdding: .month, value: 1, to: start)!
-        }
-    }
-
-    /// Where a series starts when no `from` is given: `count` intervals
-    /// before the one `to` falls in.
-    public func start(_ count: Int, before to: Date) -> Date {
-        var start = start(of: to)
-        for _ in 0..<count { start = self.start(of: start - 1) }
-        return start
-    }
-
-    /// The intervals from the one holding `from` to the last one starting before `to`.
-    public func intervals(from: Date, to: Date, limit: Int) -> [(start: Date, end: Date)]? {
-        var intervals: [(start: Date, end: Date)] = []
-        var start = start(of: from)
-        while start < to {
-            guard intervals.count < limit else { return nil }
-            let end = next(after: start)
-            intervals.append((start, end))
-            start = end
-        }
-        return intervals
-    }
-
-    /// The churn judged at this interval's end (docs/decisions/0006).
-    var churnMetric: AnalyticsMetric {
-        switch self {
-        case .day: .churnedDay
-        case .week: .churnedWeek
-        case .month: .churnedMonth
-        }
-    }
-
-    var retentionMetric: AnalyticsMetric { self == .week ? .retainedWeek : .retainedMonth }
-}
 
 /// A metric as the API names it.
 public enum AnalyticsReportMetric: String, Sendable, CaseIterable {
@@ -129,6 +62,32 @@ public struct AnalyticsQuery: Sendable {
 
     /// The most intervals one query may list (ten years of days).
     public static let maximumIntervals = 3_700
+
+    /// The metrics of a comma-separated list of their names, each once, in
+    /// the order given (`metrics=`, `--metrics`).
+    public static func metrics(parsing text: String, field: String) throws(LedgerError) -> [AnalyticsReportMetric] {
+        var metrics: [AnalyticsReportMetric] = []
+        for name in text.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let metric = AnalyticsReportMetric(rawValue: String(name)) else {
+                throw LedgerError.invalidField(
+                    field, expected: "a comma-separated list of " + AnalyticsReportMetric.allCases.map(\.rawValue).joined(separator: ", "),
+                    got: String(name.prefix(64)))
+            }
+            if !metrics.contains(metric) { metrics.append(metric) }
+        }
+        return metrics
+    }
+
+    /// The intervals from `from` to `to`, refused (naming `field`) when
+    /// `from` is not before `to` or there would be more than `maximumIntervals`.
+    public static func intervals(_ interval: AnalyticsInterval, from: Date, to: Date, field: String) throws(LedgerError)
+        -> [(start: Date, end: Date)] {
+        guard from < to else { throw LedgerError.invalidField(field, expected: "an instant before 'to' (\(RFC3339.format(to)))") }
+        guard let intervals = interval.intervals(from: from, to: to, limit: maximumIntervals) else {
+            throw LedgerError.invalidField(field, expected: "at most \(maximumIntervals) \(interval.rawValue)s before 'to'")
+        }
+        return intervals
+    }
 }
 
 /// One metric's value in one interval.
@@ -169,6 +128,8 @@ struct AnalyticsDaySums {
 
     func series(_ query: AnalyticsQuery, intervals: [(start: Date, end: Date)]) -> AnalyticsSeries {
         let groups = query.groupBy == .none ? [""] : Set(days.keys.map(\.group)).union(base.keys.map(\.group)).sorted()
+        // Amounts are looked up by key, currency by currency, not found by scanning every sum.
+        let currencies = Set(days.keys.map(\.currency)).union(base.keys.map(\.currency)).subtracting([""])
         var points: [AnalyticsPoint] = []
         // Running stocks per key, carried from one interval to the next.
         var stock = base
@@ -189,8 +150,8 @@ struct AnalyticsDaySums {
                 }
                 func amounts(_ metric: AnalyticsMetric, in sums: [Key: Int64]) -> [String: Int64] {
                     var byCurrency: [String: Int64] = [:]
-                    for (key, value) in sums where key.group == group && key.metric == metric && !key.currency.isEmpty {
-                        byCurrency[key.currency, default: 0] += value
+                    for currency in currencies {
+                        if let value = sums[Key(group: group, metric: metric, currency: currency)] { byCurrency[currency] = value }
                     }
                     return byCurrency
                 }
@@ -207,9 +168,10 @@ struct AnalyticsDaySums {
                     case .revenue: values[metric] = Self.formatted(amounts(.revenue, in: flows))
                     case .refunds: values[metric] = Self.formatted(amounts(.refunds, in: flows))
                     case .netRevenue:
-                        var net = amounts(.revenue, in: flows)
+                        let revenue = amounts(.revenue, in: flows)
+                        var net = revenue
                         for (currency, refunded) in amounts(.refunds, in: flows) { net[currency, default: 0] -= refunded }
-                        values[metric] = Self.formatted(net, keepingZeros: Set(amounts(.revenue, in: flows).keys))
+                        values[metric] = Self.formatted(net, keepingZeros: Set(revenue.keys))
                     }
                 }
                 if query.groupBy != .none, values.values.allSatisfy(Self.isEmpty) { continue }

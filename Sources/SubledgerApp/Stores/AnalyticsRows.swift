@@ -50,61 +50,43 @@ enum AnalyticsRows {
     /// `adding` false the rows are new (a rebuild's load, before the
     /// shadows have their keys): plain inserts.
     static func additions(_ sums: [Cell: Int64], into tables: ProjectionTables, adding: Bool = true) -> [PostgresQuery] {
-        var days = "", retention = ""
+        // Rows as `jsonb_to_recordset` reads them; `d` is a day, or a year in `analytics_years`.
+        func append(_ cell: Cell, _ value: Int64, to rows: inout String) {
+            rows += rows.isEmpty ? "[" : ","
+            rows += """
+                {"e":\(JSONStringLiteral.quoted(cell.environment.rawValue)),"m":\(JSONStringLiteral.quoted(cell.metric.rawValue)),\
+                "d":\(cell.day),"k":\(cell.offset),"s":\(JSONStringLiteral.quoted(cell.store.rawValue)),\
+                "p":\(JSONStringLiteral.quoted(cell.productID)),"c":\(JSONStringLiteral.quoted(cell.currency)),"v":\(value)}
+                """
+        }
+        var days = "", retention = "", yearRows = ""
         var years: [Cell: Int64] = [:]
         for (cell, value) in sums.sorted(by: { $0.key < $1.key }) where value != 0 {
-            let row = """
-                {"e":\(JSONStringLiteral.quoted(cell.environment.rawValue)),"m":\(JSONStringLiteral.quoted(cell.metric.rawValue)),"d":\(cell.day),\
-                "k":\(cell.offset),"s":\(JSONStringLiteral.quoted(cell.store.rawValue)),"p":\(JSONStringLiteral.quoted(cell.productID)),\
-                "c":\(JSONStringLiteral.quoted(cell.currency)),"v":\(value)}
-                """
-            if cell.metric.isRetention {
-                retention += (retention.isEmpty ? "" : ",") + row
-            } else {
-                days += (days.isEmpty ? "" : ",") + row
-            }
+            if cell.metric.isRetention { append(cell, value, to: &retention) } else { append(cell, value, to: &days) }
             if stocks.contains(cell.metric) {
                 var year = cell
                 year.day = Self.year(ofDay: cell.day)
                 years[year, default: 0] += value
             }
         }
-        var yearRows = ""
-        for (cell, value) in years.sorted(by: { $0.key < $1.key }) where value != 0 {
-            yearRows += (yearRows.isEmpty ? "" : ",") + """
-                {"e":\(JSONStringLiteral.quoted(cell.environment.rawValue)),"m":\(JSONStringLiteral.quoted(cell.metric.rawValue)),"d":\(cell.day),\
-                "s":\(JSONStringLiteral.quoted(cell.store.rawValue)),"p":\(JSONStringLiteral.quoted(cell.productID)),\
-                "c":\(JSONStringLiteral.quoted(cell.currency)),"v":\(value)}
-                """
-        }
-        func upsert(_ table: String, _ columns: String, _ values: String, _ key: String) -> String {
+        for (cell, value) in years.sorted(by: { $0.key < $1.key }) where value != 0 { append(cell, value, to: &yearRows) }
+        // Each table's key is its columns but `value`.
+        func statement(_ table: String, _ columns: String, _ values: String, _ rows: String) -> PostgresQuery? {
+            guard !rows.isEmpty else { return nil }
             let name = tables.name(table)
-            return """
-                INSERT INTO \(name) (\(columns)) \(values)
-                \(adding ? "ON CONFLICT (\(key)) DO UPDATE SET value = \(name).value + excluded.value" : "")
-                """
+            return PostgresQuery(unsafeSQL: """
+                INSERT INTO \(name) (\(columns), value)
+                SELECT \(values), v FROM jsonb_to_recordset($1::jsonb) AS x(e text, m text, d int, k int, s text, p text, c text, v bigint)
+                \(adding ? "ON CONFLICT (\(columns)) DO UPDATE SET value = \(name).value + excluded.value" : "")
+                """, binds: [rows + "]"])
         }
-        var statements: [PostgresQuery] = []
-        let recordset = "AS x(e text, m text, d int, k int, s text, p text, c text, v bigint)"
-        if !days.isEmpty {
-            let sql = upsert("analytics_days", "environment, metric, day, store, product_id, currency, value",
-                             "SELECT e, m, DATE '1970-01-01' + d, s, p, c, v FROM jsonb_to_recordset($1::jsonb) \(recordset)",
-                             "environment, metric, day, store, product_id, currency")
-            statements.append(PostgresQuery(unsafeSQL: sql, binds: ["[" + days + "]"]))
-        }
-        if !yearRows.isEmpty {
-            let sql = upsert("analytics_years", "environment, metric, year, store, product_id, currency, value",
-                             "SELECT e, m, d, s, p, c, v FROM jsonb_to_recordset($1::jsonb) \(recordset)",
-                             "environment, metric, year, store, product_id, currency")
-            statements.append(PostgresQuery(unsafeSQL: sql, binds: ["[" + yearRows + "]"]))
-        }
-        if !retention.isEmpty {
-            let sql = upsert("analytics_retention", "environment, metric, cohort, k, store, product_id, value",
-                             "SELECT e, m, DATE '1970-01-01' + d, k, s, p, v FROM jsonb_to_recordset($1::jsonb) \(recordset)",
-                             "environment, metric, cohort, k, store, product_id")
-            statements.append(PostgresQuery(unsafeSQL: sql, binds: ["[" + retention + "]"]))
-        }
-        return statements
+        return [
+            statement("analytics_days", "environment, metric, day, store, product_id, currency", "e, m, DATE '1970-01-01' + d, s, p, c",
+                      days),
+            statement("analytics_years", "environment, metric, year, store, product_id, currency", "e, m, d, s, p, c", yearRows),
+            statement("analytics_retention", "environment, metric, cohort, k, store, product_id", "e, m, DATE '1970-01-01' + d, k, s, p",
+                      retention),
+        ].compactMap { $0 }
     }
 
     /// Stores each subscriber's new contribution (an empty one: none).
