@@ -11,6 +11,8 @@ public enum AdvisoryLock: Sendable, Hashable {
     case rebuild(String)
     /// The one-off conversion of plain subscriber streams to pseudonyms.
     case plainStreamConversion
+    /// The renaming of streams to another pseudonym scheme.
+    case streamNamingConversion
     /// Webhook registrations, counted under it against their limit.
     case webhookRegistration
     /// The audit's pruning, one instance at a time.
@@ -26,6 +28,7 @@ public enum AdvisoryLock: Sendable, Hashable {
         case .consumer(let consumer): "consumer:" + consumer
         case .rebuild(let consumer): "rebuild:" + consumer
         case .plainStreamConversion: "subledger:plain-stream-conversion"
+        case .streamNamingConversion: "subledger:stream-naming-conversion"
         case .webhookRegistration: "subledger:webhook-registration"
         case .auditPrune: "subledger:audit-prune"
         case .appStoreReconcile: "appstore:reconcile"

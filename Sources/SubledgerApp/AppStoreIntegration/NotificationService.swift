@@ -94,7 +94,8 @@ public struct NotificationService: Sendable {
             "SELECT 1 FROM subscriber_keys WHERE pseudonym = \(SubscriberPseudonyms.pseudonym(for: subscriberID)) FOR KEY SHARE")
         guard keyed.isEmpty else { return false }
         let version = try await connection.query("SELECT version FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))")
-        return try (version.first?.decode(Int64.self, at: 0) ?? 0) > 0
+        if try (version.first?.decode(Int64.self, at: 0) ?? 0) > 0 { return true }
+        return try await StreamNaming.isErasedUnderEarlierName(subscriberID, on: connection)
     }
 
     /// The subscriber a notification is about: whoever owns its original

@@ -4,8 +4,8 @@ import Synchronization
 
 /// The installation's secret (`SUBLEDGER_SECRET`): the key of every digest
 /// that names something personal or secret outside the database's own rows —
-/// the audit's API-key fingerprints and the log lines' subscriber
-/// references — so that whoever holds a dump, a log file or a standby cannot
+/// the streams' pseudonyms, the audit's API-key fingerprints and the log
+/// lines' subscriber references — so that whoever holds a dump, a log file or a standby cannot
 /// confirm a guessed id or recover a weak key by trying candidates.
 ///
 /// Each use gets a key of its own, derived with HKDF-SHA256 (`Purpose`), so
@@ -24,6 +24,8 @@ public struct InstallationSecret: Sendable {
         case logReference = "subledger log reference v1"
         /// `WebhookSecretSealing`: the key that seals webhook endpoints' secrets.
         case webhookSecretSealing = "subledger webhook secret sealing v1"
+        /// `PseudonymScheme`: the pseudonym that names a subscriber's stream.
+        case streamPseudonym = "subledger stream pseudonym v1"
     }
 
     /// The shortest secret accepted, in bytes of its text: 256 bits of a
@@ -82,7 +84,7 @@ public struct InstallationSecret: Sendable {
         return Self.hex(SHA256.hash(data: data), digits: hexDigits)
     }
 
-    private static func hex(_ bytes: some Sequence<UInt8>, digits: Int) -> String {
+    static func hex(_ bytes: some Sequence<UInt8>, digits: Int) -> String {
         let alphabet = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(digits)
@@ -95,17 +97,25 @@ public struct InstallationSecret: Sendable {
 
     // MARK: The process's secret
 
-    private static let installed = Mutex(InstallationSecret.none)
+    private static let installed = Mutex((secret: InstallationSecret.none, scheme: PseudonymScheme.unkeyed))
 
     /// The secret the process runs with: set once by `serve` (and the other
     /// commands) from the configuration, read by the digests that have no
-    /// configuration at hand (log references).
+    /// configuration at hand (log references, streams' pseudonyms).
     public static var current: InstallationSecret {
-        installed.withLock { $0 }
+        installed.withLock { $0.secret }
     }
 
-    /// Makes `secret` the process's secret.
+    /// The pseudonym scheme of `current`, made once per install.
+    static var currentPseudonymScheme: PseudonymScheme {
+        installed.withLock { $0.scheme }
+    }
+
+    /// Makes `secret` the process's secret. The database's streams must be
+    /// named under its scheme before the process serves
+    /// (`StreamNamingConversion`, run when the database is prepared).
     public static func install(_ secret: InstallationSecret) {
-        installed.withLock { $0 = secret }
+        let scheme = PseudonymScheme(secret)
+        installed.withLock { $0 = (secret, scheme) }
     }
 }

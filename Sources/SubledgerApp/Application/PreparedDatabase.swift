@@ -29,6 +29,8 @@ public struct PreparedDatabase: Sendable {
             // Streams written before erasure existed get their pseudonyms and keys (once).
             let converted = try await PlainStreamConversion.run(conninfo: prepared.conninfo, logger: logger)
             if converted > 0 { logger.notice("subscriber streams converted for erasure", metadata: ["streams.converted": "\(converted)"]) }
+            // Streams named under another pseudonym scheme than the secret's are renamed (once per change of secret).
+            try await StreamNamingConversion.run(conninfo: prepared.conninfo, logger: logger)
             // Webhook secrets stored plain by an earlier version are sealed (once).
             try await WebhookSecretSealing.sealStoredSecrets(
                 secret: configuration.secret.derivedKeyBytes(for: .webhookSecretSealing), conninfo: prepared.conninfo, logger: logger)

@@ -82,7 +82,8 @@ public struct ErasureService: Sendable {
             let version = try await connection.query("SELECT version FROM streams WHERE stream_id = \(streamID) FOR UPDATE")
                 .first?.decode(Int64.self, at: 0) ?? 0
             guard let keyRow = keyRows.first else {
-                throw version > 0 ? LedgerError.erasedSubscriber : SubscriberReader.notFound(subscriberID)
+                let erased = try await version > 0 ? true : StreamNaming.isErasedUnderEarlierName(subscriberID, on: connection)
+                throw erased ? LedgerError.erasedSubscriber : SubscriberReader.notFound(subscriberID)
             }
             guard version > 0 else { throw SubscriberReader.notFound(subscriberID) }
             let key = try SubscriberKey(rawValue: try keyRow.decode(Data.self, at: 0))

@@ -39,8 +39,8 @@ public struct SubscriberReader: Sendable {
     func history(of subscriberID: String) async throws -> SubscriberHistory {
         let subscriberID = try InputLimits.validateSubscriberID(subscriberID)
         let history = try await SubscriberHistory.read(subscriberID, from: store)
-        guard history.exists else { throw Self.notFound(subscriberID) }
         guard !history.isErased else { throw LedgerError.erasedSubscriber }
+        guard history.exists else { throw Self.notFound(subscriberID) }
         return history
     }
 

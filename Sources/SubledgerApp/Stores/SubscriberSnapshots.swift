@@ -19,12 +19,15 @@ struct LoadedLedger: Sendable {
     /// The subscriber's key (`SubscriberKeys`); nil for a subscriber not
     /// yet written, or erased.
     var key: SubscriberKey? = nil
+    /// Erased while streams were named under an earlier scheme, whose name
+    /// for the id still has a stream (`StreamNaming.markErasedUnderEarlierNames`).
+    var erasedUnderEarlierName = false
 
     var subscriberID: String { ledger.subscriberID }
     var exists: Bool { version > 0 }
     /// A stream without a key: its subscriber was erased (every stream
     /// written gets its key in the commit of its first events).
-    var isErased: Bool { exists && key == nil }
+    var isErased: Bool { (exists && key == nil) || erasedUnderEarlierName }
     /// Whether enough events followed the stored snapshot to store a new one.
     /// Never for an erased subscriber: a snapshot is keyed by the id.
     var isSnapshotDue: Bool { !isErased && SubscriberSnapshots.isDue(version: version, snapshotVersion: snapshotVersion) }
@@ -239,6 +242,7 @@ enum SubscriberSnapshots {
             loaded[subscriberID] = try await loadWithoutSnapshot(subscriberID, on: connection)
             loaded[subscriberID]!.supersedesHeld = shorter.contains(subscriberID)
         }
+        try await StreamNaming.markErasedUnderEarlierNames(&loaded, on: connection)
         return loaded
     }
 

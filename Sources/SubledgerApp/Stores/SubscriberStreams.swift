@@ -218,6 +218,9 @@ struct SubscriberHistory: Sendable {
             subscriberID: subscriberID,
             stored: try await EventStore.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection), key: key)
         history.events = try await SubscriberStreams.resolvingCounterparts(history.events, on: connection)
+        if !history.exists && key == nil {
+            history.isErased = try await StreamNaming.isErasedUnderEarlierName(subscriberID, on: connection)
+        }
         return history
     }
 }

@@ -18,6 +18,8 @@ struct BatchWork {
         /// The subscriber's key: read with the stream, or made for its first
         /// events (`newKeys`).
         var key: SubscriberKey?
+        /// An erased subscriber's stream (`LoadedLedger.isErased`).
+        var isErased: Bool
         var pending: [(command: Int, event: LedgerEvent)] = []
     }
 
@@ -84,13 +86,13 @@ struct BatchWork {
     /// Adds a stream read during the batch (a transfer's previous owner).
     mutating func add(_ loaded: LoadedLedger) {
         streams[loaded.subscriberID] = Stream(read: loaded.ledger, ledger: loaded.ledger, version: loaded.version,
-                                              snapshotVersion: loaded.snapshotVersion, key: loaded.key)
+                                              snapshotVersion: loaded.snapshotVersion, key: loaded.key, isErased: loaded.isErased)
         order.append(loaded.subscriberID)
     }
 
     func decide(_ command: WriteCommand, decider: Decider, now: Date) throws(LedgerError) -> Decision {
-        // A stream without a key is an erased subscriber's: nothing more is recorded for it.
-        if let stream = streams[command.subscriberID], stream.version > 0, stream.key == nil { throw LedgerError.erased }
+        // Nothing more is recorded for an erased subscriber.
+        if streams[command.subscriberID]?.isErased == true { throw LedgerError.erased }
         let ledger = streams[command.subscriberID]?.ledger ?? SubscriberLedger(subscriberID: command.subscriberID)
         let owners = self.owners
         switch command.request {
@@ -148,7 +150,7 @@ struct BatchWork {
             } else {
                 // A stream with events always has its key, unless erased
                 // (refused by `decide`; a transfer's previous owner is refused here).
-                guard stream.version == 0 else { throw LedgerError.erased }
+                guard stream.version == 0, !stream.isErased else { throw LedgerError.erased }
                 key = SubscriberKey.generate()
                 stream.key = key
                 streams[subscriberID] = stream
