@@ -18,7 +18,7 @@ struct Serve: AsyncParsableCommand {
         let configuration = try options.resolve()
         let logger = LoggingSetup.logger(configuration)
         if !configuration.secret.isConfigured {
-            logger.warning("SUBLEDGER_SECRET is not set: the audit's key fingerprints and the logs' subscriber references are unkeyed digests, which whoever holds them can match against guessed keys and ids; set at least 32 random characters (docs/operations.md)")
+            logger.warning("SUBLEDGER_SECRET is not set: the streams' pseudonyms, the audit's key fingerprints and the logs' subscriber references are unkeyed digests, which whoever holds them can match against guessed keys and ids; set at least 32 random characters (docs/operations.md)")
         }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
@@ -98,10 +98,13 @@ struct Migrate: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
+    @Flag(help: "Rename subscribers' streams from another SUBLEDGER_SECRET's pseudonyms to this one's (rotating or removing the secret; stop every instance first).")
+    var renameStreams = false
+
     func run() async throws {
         let configuration = try options.resolve()
         let logger = LoggingSetup.logger(configuration)
-        let database = try await PreparedDatabase.prepare(configuration, logger: logger)
+        let database = try await PreparedDatabase.prepare(configuration, renamingStreams: renameStreams, logger: logger)
         database.stopIfStarted()
         print("migrations are up to date")
     }

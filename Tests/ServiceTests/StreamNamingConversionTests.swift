@@ -94,11 +94,15 @@ import Testing
             #expect(try await Self.erase(subscribers[5], client) == .ok)
             #expect(try await client.get("/v1/subscribers/\(subscribers[5])", key: Keys.admin).error.code == "erased")
 
-            // Back without a secret: renamed again; the id erased under the secret is then unknown
+            // Back without a secret, asked for: renamed again; the id erased under the secret is then unknown
             // (its name needs that secret), the one erased before it is still refused.
             InstallationSecret.install(.none)
             dependencies.ledgers.forget(subscribers + [newcomer])
-            #expect(try await StreamNamingConversion.run(conninfo: conninfo, batch: 3, logger: dependencies.logger) == live.count)
+            await #expect(throws: ConfigurationError.self, "a start without the secret does not rename the streams on its own") {
+                try await StreamNamingConversion.run(conninfo: conninfo, logger: dependencies.logger)
+            }
+            #expect(try await StreamNamingConversion.run(conninfo: conninfo, batch: 3, fromAnotherSecret: true,
+                                                         logger: dependencies.logger) == live.count)
             #expect(try await reads().enumerated().allSatisfy { index, text in index / 2 == 4 || text == before[index] })
             try await Self.expectRefused(erased, client, run: run)
             #expect(try await Self.naming(dependencies) == [schemeA.name + " erased", "sha256 in force"])

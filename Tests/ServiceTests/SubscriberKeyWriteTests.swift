@@ -8,23 +8,34 @@ import TestSupport
 import Testing
 
 /// Pseudonymous streams and subscriber keys on real databases
-/// (docs/decisions/0004-erasure-by-crypto-shredding.md): the SQL and Swift
-/// pseudonyms agree; a subscriber gets one key however many writers create
+/// (docs/decisions/0004-erasure-by-crypto-shredding.md): pseudonyms are
+/// the documented digests; a subscriber gets one key however many writers create
 /// it at once; what is stored names neither the subscriber nor its devices,
 /// and reads open it again.
 @Suite struct SubscriberKeyWriteTests {
-    @Test func theSQLPseudonymIsTheSwiftOne() async throws {
+    /// The unkeyed scheme is SHA-256 of `subscriber` US id, as PostgreSQL
+    /// computes it; the keyed one is HMAC-SHA256 under the key HKDF derives
+    /// from the secret (known answers computed apart, with Python's `hmac`).
+    @Test func pseudonymsAreTheDocumentedDigests() async throws {
         let dependencies = try await makeDependencies(poolSize: 2)
         var ids = ["", "a", "ö-ü", "𝄞 clef", "with'quote", String(repeating: "x", count: 256)]
         ids += (0..<200).map { index in index % 2 == 0 ? UUID().uuidString : "s\(index)-\(UUID().uuidString.prefix(index % 9))" }
-        let rows = try await dependencies.pool.query(
-            "SELECT x, subledger_pseudonym(x) FROM jsonb_array_elements_text(\(JSONArgument.strings(ids))::jsonb) AS x")
+        let rows = try await dependencies.pool.query("""
+            SELECT x, 'ps-' || left(encode(sha256(convert_to('subscriber' || chr(31) || x, 'UTF8')), 'hex'), 32)
+            FROM jsonb_array_elements_text(\(JSONArgument.strings(ids))::jsonb) AS x
+            """)
         #expect(rows.count == ids.count)
         for row in rows {
             let id = try row.decode(String.self, at: 0)
-            #expect(try row.decode(String.self, at: 1) == SubscriberPseudonyms.pseudonym(for: id), "\(id)")
+            #expect(try row.decode(String.self, at: 1) == PseudonymScheme.unkeyed.pseudonym(for: id), "\(id)")
         }
         await dependencies.pool.close()
+        let keyed = PseudonymScheme(try InstallationSecret("stream-naming-test-secret-a-0123456789abcdef"))
+        #expect(keyed.name == "hmac-sha256:826ebbfbeefccdb7")
+        #expect(keyed.pseudonym(for: "sub-1") == "ps-77269e620c9e4672f61144fbc8c2c270")
+        #expect(keyed.pseudonym(for: "ö-ü") == "ps-4b593c020ab2c6f062b022a2ef6fe355")
+        let other = PseudonymScheme(try InstallationSecret("stream-naming-test-secret-b-0123456789abcdef"))
+        #expect(ids.allSatisfy { keyed.pseudonym(for: $0) != other.pseudonym(for: $0) && SubscriberPseudonyms.isPseudonym(keyed.pseudonym(for: $0)) })
     }
 
     /// Writers without a shared cache or combiner stand for instances.

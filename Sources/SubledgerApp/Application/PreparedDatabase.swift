@@ -12,7 +12,11 @@ public struct PreparedDatabase: Sendable {
     /// Whether this process started the cluster (and so should stop it).
     public var startedCluster: Bool
 
-    public static func prepare(_ configuration: SubledgerConfiguration, migrate: Bool = true, logger: Logger) async throws -> PreparedDatabase {
+    /// `renamingStreams`: streams named under another secret's scheme are
+    /// renamed under this one's (otherwise such a start is refused; only a
+    /// database named without a secret is renamed on its own).
+    public static func prepare(_ configuration: SubledgerConfiguration, migrate: Bool = true, renamingStreams: Bool = false,
+                               logger: Logger) async throws -> PreparedDatabase {
         var prepared: PreparedDatabase
         if let url = configuration.databaseURL {
             prepared = PreparedDatabase(conninfo: url, cluster: nil, startedCluster: false)
@@ -29,8 +33,8 @@ public struct PreparedDatabase: Sendable {
             // Streams written before erasure existed get their pseudonyms and keys (once).
             let converted = try await PlainStreamConversion.run(conninfo: prepared.conninfo, logger: logger)
             if converted > 0 { logger.notice("subscriber streams converted for erasure", metadata: ["streams.converted": "\(converted)"]) }
-            // Streams named under another pseudonym scheme than the secret's are renamed (once per change of secret).
-            try await StreamNamingConversion.run(conninfo: prepared.conninfo, logger: logger)
+            // Streams named without a secret are renamed under the secret's pseudonyms (once).
+            try await StreamNamingConversion.run(conninfo: prepared.conninfo, fromAnotherSecret: renamingStreams, logger: logger)
             // Webhook secrets stored plain by an earlier version are sealed (once).
             try await WebhookSecretSealing.sealStoredSecrets(
                 secret: configuration.secret.derivedKeyBytes(for: .webhookSecretSealing), conninfo: prepared.conninfo, logger: logger)

@@ -23,8 +23,13 @@ import Postgres
 /// known to nobody (`StreamNaming`).
 public enum StreamNamingConversion {
     /// Converts what is needed; returns how many streams were renamed.
+    /// Streams named without a secret are renamed under the process's
+    /// scheme; streams named under another secret only when
+    /// `fromAnotherSecret` (`subledger migrate --rename-streams`): otherwise
+    /// a process started without the secret, or with a mistyped one, would
+    /// rename the streams from under the instances that serve them.
     @discardableResult
-    public static func run(conninfo: String, batch: Int = 100, logger: Logger) async throws -> Int {
+    public static func run(conninfo: String, batch: Int = 100, fromAnotherSecret: Bool = false, logger: Logger) async throws -> Int {
         let connection = try await Connection.connect(to: conninfo)
         defer { connection.close() }
         try await connection.lock(.streamNamingConversion)
@@ -33,6 +38,13 @@ public enum StreamNamingConversion {
             let inForce = try await connection.query("SELECT scheme FROM stream_naming WHERE in_force").first?.decode(String.self, at: 0)
             var renamed = 0
             if inForce != target.name {
+                guard inForce == PseudonymScheme.unkeyed.name || fromAnotherSecret else {
+                    throw ConfigurationError(
+                        variable: ConfigurationVariable.secret.name,
+                        message: "the database's streams are named under another secret (\(inForce ?? "none")) than this one "
+                            + "(\(target.name)); start with that secret, or rotate with `subledger migrate --rename-streams` "
+                            + "after stopping every instance (docs/operations.md#secrets)")
+                }
                 try await plan(target, on: connection)
                 renamed = try await rename(batch: batch, logger: logger, on: connection)
                 try await finish(target, on: connection)

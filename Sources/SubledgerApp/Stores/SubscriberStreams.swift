@@ -10,8 +10,7 @@ public enum SubscriberStreams {
     public static let prefix = "subscriber-"
 
     /// The stream of a subscriber's facts: named by the subscriber's
-    /// pseudonym, never by the id (`SubscriberPseudonyms`; in SQL,
-    /// `prefix || subledger_pseudonym(id)`).
+    /// pseudonym, never by the id (`SubscriberPseudonyms`).
     public static func streamID(for subscriberID: String) -> String { prefix + SubscriberPseudonyms.pseudonym(for: subscriberID) }
 
     /// The pseudonym a subscriber stream's id names; nil for other streams.
