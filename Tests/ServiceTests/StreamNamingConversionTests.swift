@@ -70,6 +70,9 @@ import Testing
             #expect(try await Self.positions(dependencies) == positions, "positions, versions and event ids stay")
             let schemeA = PseudonymScheme.current
             #expect(schemeA != .unkeyed)
+            // A time transition's change id is keyed too: the feed of an erased subscriber cannot confirm a guessed id.
+            let transition = ["sub-1", "Production", "pro", "entitlement_lost", "2025-03-01T00:00:00Z"]
+            #expect(ChangeFold.digest(transition) == "d012b2b6ff7117cf30da647afb503d73", "HMAC-SHA256, computed apart")
             #expect(try await Self.naming(dependencies) == ["sha256 erased", schemeA.name + " in force"])
 
             // A dump holds no live id's unkeyed pseudonym; the erased one's stream keeps its name.
@@ -106,6 +109,7 @@ import Testing
             #expect(try await reads().enumerated().allSatisfy { index, text in index / 2 == 4 || text == before[index] })
             try await Self.expectRefused(erased, client, run: run)
             #expect(try await Self.naming(dependencies) == [schemeA.name + " erased", "sha256 in force"])
+            #expect(ChangeFold.digest(transition) == "426b640d3c59767eaf7537eb657e5134", "SHA-256 without a secret, as before")
         }
     }
 

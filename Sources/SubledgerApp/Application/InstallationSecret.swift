@@ -26,6 +26,8 @@ public struct InstallationSecret: Sendable {
         case webhookSecretSealing = "subledger webhook secret sealing v1"
         /// `PseudonymScheme`: the pseudonym that names a subscriber's stream.
         case streamPseudonym = "subledger stream pseudonym v1"
+        /// `ChangeFold.digest`: a change's id made from the subscriber and the transition.
+        case changeID = "subledger change id v1"
     }
 
     /// The shortest secret accepted, in bytes of its text: 256 bits of a

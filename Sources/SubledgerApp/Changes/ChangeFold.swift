@@ -1,4 +1,3 @@
-import Crypto
 import EventStore
 import Foundation
 import JSON
@@ -184,11 +183,13 @@ struct ChangeFold {
         return environment
     }
 
-    /// 32 hex digits of SHA-256 over the parts: ids that carry no subscriber
-    /// id in clear and are the same whoever computes them.
+    /// 32 hex digits of the installation's digest of the parts (HMAC under
+    /// `SUBLEDGER_SECRET`, else SHA-256): ids that carry no subscriber id in
+    /// clear, the same whichever instance computes them, and from which
+    /// whoever reads the feed of an erased subscriber cannot confirm a
+    /// guessed id without the secret.
     static func digest(_ parts: [String]) -> String {
-        let hash = SHA256.hash(data: Data(parts.joined(separator: "\u{1F}").utf8))
-        return hash.prefix(16).map { String(format: "%02x", $0) }.joined()
+        InstallationSecret.current.digest(parts.joined(separator: "\u{1F}").utf8, for: .changeID, hexDigits: 32)
     }
 }
 
