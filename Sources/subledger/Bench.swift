@@ -39,7 +39,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Samples per latency measurement (p50, p99).")
     var samples: Int = 200
 
-    @Option(help: "What to measure: appends, projections, import, abuse, changes, googleplay, analytics (comma-separated).")
+    @Option(help: "What to measure: appends, projections, import, abuse, changes, googleplay, analytics, storage (comma-separated).")
     var measure: String = "appends,projections"
 
     @Option(name: .customLong("import-facts"), help: "Facts in the file of the import measurement.")
@@ -55,9 +55,9 @@ struct Bench: AsyncParsableCommand {
     var slowClients: Int = 1000
 
     func validate() throws {
-        let known: Set<Substring> = ["appends", "projections", "import", "abuse", "changes", "googleplay", "analytics"]
+        let known: Set<Substring> = ["appends", "projections", "import", "abuse", "changes", "googleplay", "analytics", "storage"]
         guard measure.split(separator: ",").allSatisfy(known.contains) else {
-            throw ValidationError("--measure takes appends, projections, import, abuse, changes, googleplay, analytics, comma-separated")
+            throw ValidationError("--measure takes appends, projections, import, abuse, changes, googleplay, analytics, storage, comma-separated")
         }
         guard importFacts > 0, importWriters > 0, importBatchSize > 0 else {
             throw ValidationError("--import-facts, --import-writers and --import-batch-size must be positive")
@@ -96,6 +96,8 @@ struct Bench: AsyncParsableCommand {
         #if DEBUG
         print("subledger bench: a debug build; figures from a release build (swift build -c release) are the ones to compare")
         #endif
+        // First, on the empty database: it divides every table by the events.
+        if measure.contains("storage") { try await measureStorage(pool: pool) }
         if measure.contains("appends") { try await measureAppends(pool: pool, conninfo: conninfo, logger: logger) }
         if measure.contains("projections") { try await measureProjections(pool: pool) }
         if measure.contains("import") { try await measureImport(pool: pool) }
