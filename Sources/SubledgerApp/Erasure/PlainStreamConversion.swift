@@ -74,7 +74,7 @@ public enum PlainStreamConversion {
             }
             let ledgerKey = event.idempotencyKey.map { $0.hasPrefix(scope) ? String($0.dropFirst(scope.count)) : $0 }
             rows.append(Row(position: event.position, data: String(decoding: data, as: UTF8.self),
-                            idempotency_key: ledgerKey.map { SubscriberStreams.storeKey(pseudonym: pseudonym, key: key, ledgerKey: $0) }))
+                            idempotency_key: ledgerKey.map { SubscriberStreams.storeKey(key: key, ledgerKey: $0) }))
         }
         let values = PostgresJSON(data: try JSONEncoder().encode(rows))
         try await connection.query("""

@@ -14,9 +14,8 @@ import Postgres
 /// Made when the database is prepared, before any instance serves, under a
 /// lock every starting instance takes (like `PlainStreamConversion`). Needs
 /// no earlier secret: `subscriber_keys` says which id each live stream is.
-/// Per stream, in one transaction: the stream's and its events' name, the
-/// idempotency keys' scope, every sealed field sealed again under the new
-/// name (the name is authenticated with it), a transfer's other party by
+/// Per stream, in one transaction: the stream's and its events' name,
+/// every sealed field sealed again under the new name (the name is authenticated with it), a transfer's other party by
 /// its new name, the key row, parked events and the analytics contribution.
 /// Positions, versions, event ids and commit transaction ids stay, so every
 /// checkpoint stays valid. Erased streams keep their names: their ids are
@@ -142,22 +141,17 @@ public enum StreamNamingConversion {
         }
         struct Row: Encodable {
             var position: Int64
-            var data: String?
-            var idempotency_key: String?
+            var data: String
         }
-        let scope = old + "\u{1F}"
-        let rows = try events.map { event in
-            let data = try opened[event.position].map { open in
-                String(decoding: try key.sealingPersonalFields(of: open.renamingCounterpart(renamedParties), pseudonym: new).encodedData(),
-                       as: UTF8.self)
-            }
-            let idempotencyKey = event.idempotencyKey.map { $0.hasPrefix(scope) ? new + "\u{1F}" + String($0.dropFirst(scope.count)) : $0 }
-            return Row(position: event.position, data: data, idempotency_key: idempotencyKey)
+        let rows = try opened.map { position, open in
+            Row(position: position, data: String(
+                decoding: try key.sealingPersonalFields(of: open.renamingCounterpart(renamedParties), pseudonym: new).encodedData(), as: UTF8.self))
         }
         let values = PostgresJSON(data: try JSONEncoder().encode(rows))
+        try await connection.query("UPDATE events SET stream_id = \(newStream) WHERE stream_id = \(oldStream)")
         try await connection.query("""
-            UPDATE events AS e SET stream_id = \(newStream), data = coalesce(x.data::jsonb, e.data), idempotency_key = x.idempotency_key
-            FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, idempotency_key text)
+            UPDATE events AS e SET data = x.data::jsonb
+            FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text)
             WHERE e.position = x.position
             """)
         try await connection.query("UPDATE streams SET stream_id = \(newStream) WHERE stream_id = \(oldStream)")

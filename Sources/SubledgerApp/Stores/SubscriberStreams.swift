@@ -20,13 +20,24 @@ public enum SubscriberStreams {
     }
 
     /// The store's idempotency keys are global; the ledger's are unique per
-    /// subscriber (`expiry:pass@…` can occur for everyone), so they are
-    /// scoped by the stream's pseudonym, and digested with the subscriber's
-    /// key: ledger keys name device ids, the subscribers of a transfer and
-    /// reminders, and must be unreadable once the key is destroyed.
-    public static func storeKey(pseudonym: String, key: SubscriberKey, ledgerKey: String) -> String {
-        pseudonym + "\u{1F}" + key.digest(ofLedgerKey: ledgerKey)
+    /// subscriber (`expiry:pass@…` can occur for everyone). Digested with
+    /// the subscriber's own key, they are scoped by it: two subscribers'
+    /// keys are independent random keys, so the same ledger key gives
+    /// unrelated digests. And ledger keys name device ids, the subscribers of
+    /// a transfer and reminders, so they must be unreadable once the key is
+    /// destroyed.
+    ///
+    /// The first 22 base64url digits (132 bits) of the digest: far from a
+    /// collision among all the events a database will hold, and a quarter of
+    /// the 79 bytes a key took when it was the stream's pseudonym, a
+    /// separator and the whole digest (the unique index's largest column;
+    /// sql/0035 cut the keys stored before to this form).
+    public static func storeKey(key: SubscriberKey, ledgerKey: String) -> String {
+        String(key.digest(ofLedgerKey: ledgerKey).prefix(storeKeyLength))
     }
+
+    /// Characters of a stored idempotency key (`storeKey`).
+    static let storeKeyLength = 22
 
     /// The events to append for ledger events decided for `subscriberID`:
     /// personal fields sealed and idempotency keys digested with `key`.
@@ -41,9 +52,11 @@ public enum SubscriberStreams {
                                  source: String) throws -> NewEvent {
         let sealed = event.hasPersonalFields
             ? try key.sealingPersonalFields(of: namingCounterpartByPseudonym(event, in: subscriberID), pseudonym: pseudonym) : event
+        // The source goes to the metadata only when the event does not hold
+        // it: written twice, it was 20 of the 556 bytes of a stored event.
         return NewEvent(type: event.type, schemaVersion: event.schemaVersion, data: try sealed.encodedData(),
-                        metadata: EventMetadata(source: event.source ?? source),
-                        idempotencyKey: event.idempotencyKey.map { storeKey(pseudonym: pseudonym, key: key, ledgerKey: $0) })
+                        metadata: EventMetadata(source: event.source == nil ? source : nil),
+                        idempotencyKey: event.idempotencyKey.map { storeKey(key: key, ledgerKey: $0) })
     }
 
     /// A transfer as stored in one party's stream names the other party by
