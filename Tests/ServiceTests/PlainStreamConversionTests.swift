@@ -19,30 +19,11 @@ import Testing
             let subscribers = (0..<6).map { "old-\($0)-" + UUID().uuidString.lowercased() }
             // Transaction ids are the store's, not derived from subscribers.
             let run = UInt32.random(in: 0...UInt32.max)
-            for (index, subscriber) in subscribers.enumerated() {
-                for month in 0..<3 {
-                    #expect(try await client.post("/v1/subscribers/\(subscriber)/events", purchaseJSON(
-                        "t-\(run)-\(index)-\(month)", product: "com.example.pass.30d",
-                        at: "2025-0\(month + 1)-01T00:00:00Z", device: "device-\(month)-\(subscriber)")).status == .created)
-                }
-            }
-            // A restore moving a purchase to another subscriber: a transfer naming both.
-            let restore = """
-                {"deviceId": "ipad-\(subscribers[1])", "transactions": [{"transactionId": "t-\(run)-0-0",
-                 "originalTransactionId": "t-\(run)-0-0", "productId": "com.example.pass.30d", "purchaseDate": "2025-01-01T00:00:00Z"}]}
-                """
-            #expect(try await client.post("/v1/subscribers/\(subscribers[1])/restore", restore).status == .ok)
-            func reads() async throws -> [String] {
-                var texts: [String] = []
-                for subscriber in subscribers {
-                    texts.append(try await client.get("/v1/subscribers/\(subscriber)?at=2025-02-15T00:00:00Z", key: Keys.support).text)
-                    texts.append(try await client.get("/v1/subscribers/\(subscriber)/history", key: Keys.support).text)
-                }
-                return texts
-            }
+            try await client.writePasses(subscribers, run: run)
+            try await client.restorePass(of: 0, to: subscribers[1], run: run)
+            func reads() async throws -> [String] { try await client.statesAndHistories(subscribers) }
             let before = try await reads()
-            let positions = try await dependencies.pool.query("SELECT position, stream_version, event_id FROM events ORDER BY position")
-                .map { "\(try $0.decode(Int64.self, at: 0)) \(try $0.decode(Int64.self, at: 1)) \(try $0.decode(String.self, at: 2))" }
+            let positions = try await logPositions(dependencies)
 
             try await Self.writeAsBeforeErasureExisted(dependencies)
             let plain = try await dependencies.pool.query("SELECT data::text FROM events").map { try $0.decode(String.self, at: 0) }
@@ -56,8 +37,7 @@ import Testing
                     "a second run finds nothing to convert")
 
             #expect(try await reads() == before)
-            #expect(try await dependencies.pool.query("SELECT position, stream_version, event_id FROM events ORDER BY position")
-                .map { "\(try $0.decode(Int64.self, at: 0)) \(try $0.decode(Int64.self, at: 1)) \(try $0.decode(String.self, at: 2))" } == positions,
+            #expect(try await logPositions(dependencies) == positions,
                     "positions, versions and event ids stay")
             let log = try await dependencies.pool.query("SELECT stream_id || ' ' || data::text || ' ' || coalesce(idempotency_key, '') FROM events")
                 .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")

@@ -29,37 +29,19 @@ import Testing
             let conninfo = dependencies.pool.configuration.conninfo
             let subscribers = (0..<6).map { "named-\($0)-" + UUID().uuidString.lowercased() }
             let run = UInt32.random(in: 0...UInt32.max)
-            for (index, subscriber) in subscribers.enumerated() {
-                for month in 0..<3 {
-                    #expect(try await client.post("/v1/subscribers/\(subscriber)/events", purchaseJSON(
-                        "t-\(run)-\(index)-\(month)", product: "com.example.pass.30d",
-                        at: "2025-0\(month + 1)-01T00:00:00Z", device: "device-\(month)-\(subscriber)")).status == .created)
-                }
-            }
+            try await client.writePasses(subscribers, run: run)
             // Transfers: 1 takes a purchase of 0 (both live), 3 takes one of 2 (2 is erased next).
-            for (from, to) in [(0, 1), (2, 3)] {
-                let restore = """
-                    {"deviceId": "ipad-\(subscribers[to])", "transactions": [{"transactionId": "t-\(run)-\(from)-0",
-                     "originalTransactionId": "t-\(run)-\(from)-0", "productId": "com.example.pass.30d", "purchaseDate": "2025-01-01T00:00:00Z"}]}
-                    """
-                #expect(try await client.post("/v1/subscribers/\(subscribers[to])/restore", restore).status == .ok)
-            }
+            try await client.restorePass(of: 0, to: subscribers[1], run: run)
+            try await client.restorePass(of: 2, to: subscribers[3], run: run)
             let erased = subscribers[2]
             #expect(try await Self.erase(erased, client) == .ok)
             let live = subscribers.filter { $0 != erased }
-            func reads() async throws -> [String] {
-                var texts: [String] = []
-                for subscriber in live {
-                    texts.append(try await client.get("/v1/subscribers/\(subscriber)?at=2025-02-15T00:00:00Z", key: Keys.support).text)
-                    texts.append(try await client.get("/v1/subscribers/\(subscriber)/history", key: Keys.support).text)
-                }
-                return texts
-            }
+            func reads() async throws -> [String] { try await client.statesAndHistories(live) }
             let before = try await reads()
             #expect(before.contains { $0.contains(SubscriberPseudonyms.pseudonym(for: erased)) },
                     "3's history names the erased party of its transfer by its pseudonym")
             let unkeyed = subscribers.map { PseudonymScheme.unkeyed.pseudonym(for: $0) }
-            let positions = try await Self.positions(dependencies)
+            let positions = try await logPositions(dependencies)
 
             // The first start with a secret renames every live stream, once.
             InstallationSecret.install(try InstallationSecret(Self.secretA))
@@ -67,7 +49,7 @@ import Testing
             #expect(try await StreamNamingConversion.run(conninfo: conninfo, batch: 2, logger: dependencies.logger) == live.count)
             #expect(try await StreamNamingConversion.run(conninfo: conninfo, logger: dependencies.logger) == 0)
             #expect(try await reads() == before, "every live subscriber reads as before")
-            #expect(try await Self.positions(dependencies) == positions, "positions, versions and event ids stay")
+            #expect(try await logPositions(dependencies) == positions, "positions, versions and event ids stay")
             let schemeA = PseudonymScheme.current
             #expect(schemeA != .unkeyed)
             // A time transition's change id is keyed too: the feed of an erased subscriber cannot confirm a guessed id.
@@ -131,11 +113,6 @@ import Testing
                 sourceLocation: sourceLocation)
         #expect(try await client.get("/v1/subscribers/\(subscriber)", key: Keys.support).error.code == "subscriber_not_found",
                 sourceLocation: sourceLocation)
-    }
-
-    static func positions(_ dependencies: AppDependencies) async throws -> [String] {
-        try await dependencies.pool.query("SELECT position, stream_version, event_id FROM events ORDER BY position")
-            .map { "\(try $0.decode(Int64.self, at: 0)) \(try $0.decode(Int64.self, at: 1)) \(try $0.decode(String.self, at: 2))" }
     }
 
     static func naming(_ dependencies: AppDependencies) async throws -> [String] {
