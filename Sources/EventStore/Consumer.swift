@@ -83,12 +83,6 @@ extension EventStore {
         }
     }
 
-    /// Positions of the events set aside for a consumer, oldest first.
-    public func parkedPositions(of consumer: String) async throws -> [Int64] {
-        try await pool.query("SELECT position FROM consumer_parked_events WHERE consumer = \(consumer) ORDER BY position")
-            .map { try $0.decode(Int64.self, at: 0) }
-    }
-
     /// How many committed events the consumer has yet to handle.
     public func lag(of consumer: String) async throws -> Int64 {
         try await pool.withConnection { connection in

@@ -57,3 +57,11 @@ struct ParkedReplayTests {
         }
     }
 }
+
+extension EventStore {
+    /// Positions of the events set aside for a consumer, oldest first.
+    func parkedPositions(of consumer: String) async throws -> [Int64] {
+        try await pool.query("SELECT position FROM consumer_parked_events WHERE consumer = \(consumer) ORDER BY position")
+            .map { try $0.decode(Int64.self, at: 0) }
+    }
+}

@@ -197,7 +197,7 @@ public struct LedgerWriter: Sendable {
         let clock = ContinuousClock()
         var phases = WritePhases()
         var started = clock.now
-        var work = try await BatchWork.load(batch, writer: self, on: connection)
+        var work = try await DecidingBatch.load(batch, writer: self, on: connection)
         phases.read = clock.now - started
         if let afterRead { try await afterRead(batch.commands.map(\.subscriberID)) }
         started = clock.now
@@ -225,7 +225,7 @@ public struct LedgerWriter: Sendable {
         let appends = try work.appends(sources: batch.commands.map(\.source))
         phases.decide = clock.now - started
         guard !appends.isEmpty || batch.alongside != nil else {
-            var result = await settle(&work, appends: [], results: [], now: now, on: connection)
+            var result = await resultKeepingLedgers(&work, appends: [], results: [], now: now, on: connection)
             result.phases = phases
             return (result, [])
         }
@@ -251,7 +251,7 @@ public struct LedgerWriter: Sendable {
             throw OwnershipChanged()
         }
         phases.commit = clock.now - started
-        var result = await settle(&work, appends: appends, results: results, now: now, on: connection)
+        var result = await resultKeepingLedgers(&work, appends: appends, results: results, now: now, on: connection)
         result.phases = phases
         return (result, claims)
     }
@@ -261,7 +261,7 @@ public struct LedgerWriter: Sendable {
     /// the commit, so a snapshot never runs ahead of what committed (a lost
     /// one is only a longer tail to read next time); with a ledger cache,
     /// the ledgers kept in it and the snapshots stored in the background.
-    private func settle(_ work: inout BatchWork, appends: [StreamAppend], results: [StreamAppendResult], now: Date,
+    private func resultKeepingLedgers(_ work: inout DecidingBatch, appends: [StreamAppend], results: [StreamAppendResult], now: Date,
                         on connection: Connection) async -> WriteBatchResult {
         var (result, ledgers) = work.result(appendResults: results, appends: appends,
                                                exactFrom: ledgerCache?.minimumVersion ?? .max, now: now)

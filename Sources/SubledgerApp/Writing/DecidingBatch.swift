@@ -6,7 +6,7 @@ import Postgres
 /// A batch being decided: the streams it touches as read, with the events
 /// decided so far applied in memory under provisional positions (the store
 /// assigns the real ones), and the ownership changes it makes.
-struct BatchWork {
+struct DecidingBatch {
     struct Stream {
         /// The ledger as read, for the state after the commit.
         var read: SubscriberLedger
@@ -40,7 +40,7 @@ struct BatchWork {
 
     /// Reads every stream the batch names (each a snapshot and the tail of
     /// its stream, all in one query) and the owners of its transactions.
-    static func load(_ batch: WriteBatch, writer: LedgerWriter, on connection: Connection) async throws -> BatchWork {
+    static func load(_ batch: WriteBatch, writer: LedgerWriter, on connection: Connection) async throws -> DecidingBatch {
         var ids = Set<String>(minimumCapacity: batch.commands.count * 2)
         var subscribers = [String]()
         var seen = Set<String>(minimumCapacity: batch.commands.count)
@@ -64,7 +64,7 @@ struct BatchWork {
         let owners = ownersStatement == nil ? [:] : try OwnershipStore.owners(from: outputs[1])
         let ledgers = subscribers.map { loaded[$0] ?? .empty($0) }
         let head = readsHead ? try EventStore.headPosition(from: outputs[outputs.count - 1]) : ledgers.map(\.ledger.lastPosition).max() ?? 0
-        var work = BatchWork(owners: owners, nextPosition: head + 1, commands: batch.commands.count)
+        var work = DecidingBatch(owners: owners, nextPosition: head + 1, commands: batch.commands.count)
         work.streams.reserveCapacity(ledgers.count)
         work.order.reserveCapacity(ledgers.count)
         work.commandSubscribers = batch.commands.map(\.subscriberID)
