@@ -90,11 +90,8 @@ public struct NotificationService: Sendable {
     /// the caller's transaction ends, so an erasure waits for what it writes.
     static func isErased(_ subscriberID: String?, on connection: Connection) async throws -> Bool {
         guard let subscriberID else { return false }
-        let keyed = try await connection.query(
-            "SELECT 1 FROM subscriber_keys WHERE pseudonym = \(SubscriberPseudonyms.pseudonym(for: subscriberID)) FOR KEY SHARE")
-        guard keyed.isEmpty else { return false }
-        let version = try await connection.query("SELECT version FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))")
-        if try (version.first?.decode(Int64.self, at: 0) ?? 0) > 0 { return true }
+        guard try await !SubscriberKeys.holdKey(of: subscriberID, on: connection) else { return false }
+        if try await SubscriberKeys.streamVersion(of: subscriberID, on: connection) > 0 { return true }
         return try await StreamNaming.isErasedUnderEarlierName(subscriberID, on: connection)
     }
 

@@ -75,18 +75,17 @@ public struct ErasureService: Sendable {
             }
             // Before the key row is locked: the wait does not hold the writers that lock it.
             try await settleDeliveries(subscriberID, pseudonym: pseudonym, on: connection)
-            let keyRows = try await connection.query("SELECT key FROM subscriber_keys WHERE pseudonym = \(pseudonym) FOR UPDATE")
+            let storedKey = try await SubscriberKeys.lockKeyForErasure(pseudonym: pseudonym, on: connection)
             // Before the stream is locked: recording a reminder's outcome appends to it.
             try await settleDeliveries(subscriberID, pseudonym: pseudonym, on: connection)
             // Locked: a write that read the stream before waits, then fails its expected version.
-            let version = try await connection.query("SELECT version FROM streams WHERE stream_id = \(streamID) FOR UPDATE")
-                .first?.decode(Int64.self, at: 0) ?? 0
-            guard let keyRow = keyRows.first else {
+            let version = try await SubscriberKeys.lockStreamVersion(streamID: streamID, on: connection)
+            guard let storedKey else {
                 let erased = try await version > 0 ? true : StreamNaming.isErasedUnderEarlierName(subscriberID, on: connection)
                 throw erased ? LedgerError.erasedSubscriber : SubscriberReader.notFound(subscriberID)
             }
             guard version > 0 else { throw SubscriberReader.notFound(subscriberID) }
-            let key = try SubscriberKey(rawValue: try keyRow.decode(Data.self, at: 0))
+            let key = try SubscriberKey(rawValue: storedKey)
             let event = LedgerEvent.erased(SubscriberErasure(date: date, reason: request.reason, erasedBy: actor, source: FactSource.api))
             let appended = try await store.append(
                 [StreamAppend(streamID: streamID, expected: .exact(version),

@@ -61,6 +61,55 @@ public enum SubscriberKeys {
         return entries
     }
 
+    /// Those of `subscriberIDs` whose key rows exist and no one else holds,
+    /// their rows locked `FOR KEY SHARE` until the caller's transaction
+    /// ends; a row an erasure holds is skipped, not waited for
+    /// (`ChangeTimeSweeper.keyed` says why).
+    static func holdKeysSkippingLocked(_ subscriberIDs: [String], on connection: Connection) async throws -> Set<String> {
+        let rows = try await connection.query("""
+            SELECT subscriber_id FROM subscriber_keys
+            WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb))
+            FOR KEY SHARE SKIP LOCKED
+            """)
+        return Set(try rows.map { try $0.decode(String.self, at: 0) })
+    }
+
+    /// Whether the subscriber has a key; while it does, its row is locked
+    /// (`FOR KEY SHARE`) until the caller's transaction ends, so an erasure
+    /// waits for what the caller writes.
+    static func holdKey(of subscriberID: String, on connection: Connection) async throws -> Bool {
+        try await !connection.query(
+            "SELECT 1 FROM subscriber_keys WHERE pseudonym = \(SubscriberPseudonyms.pseudonym(for: subscriberID)) FOR KEY SHARE").isEmpty
+    }
+
+    /// The erasure's first lock (`ErasureService`): the subscriber's key
+    /// row `FOR UPDATE`, so every derived write that holds it `FOR KEY
+    /// SHARE` finishes first and later ones find no key. The key's stored
+    /// bytes, nil when there is none; the caller opens them once it knows
+    /// the subscriber is there to erase.
+    static func lockKeyForErasure(pseudonym: String, on connection: Connection) async throws -> Data? {
+        try await connection.query("SELECT key FROM subscriber_keys WHERE pseudonym = \(pseudonym) FOR UPDATE")
+            .first?.decode(Data.self, at: 0)
+    }
+
+    // The two statements of `streams` erasure needs, beside the key's
+    // (the stream's own writes are `EventStore`'s).
+
+    /// The version of the subscriber's stream (0: none), locked `FOR
+    /// UPDATE` by the erasure: a write that read the stream before waits,
+    /// then fails its expected version.
+    static func lockStreamVersion(streamID: String, on connection: Connection) async throws -> Int64 {
+        try await connection.query("SELECT version FROM streams WHERE stream_id = \(streamID) FOR UPDATE")
+            .first?.decode(Int64.self, at: 0) ?? 0
+    }
+
+    /// The version of the subscriber's stream (0: none), unlocked: with no
+    /// key, more than 0 means the subscriber was erased.
+    static func streamVersion(of subscriberID: String, on connection: Connection) async throws -> Int64 {
+        try await connection.query("SELECT version FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))")
+            .first?.decode(Int64.self, at: 0) ?? 0
+    }
+
     /// Deletes the subscriber's key on `connection` (the erasure's
     /// transaction); `true` when there was one.
     public static func destroyKey(pseudonym: String, on connection: Connection) async throws -> Bool {
