@@ -72,7 +72,7 @@ struct ErasureDeliveryTests {
                 let rows = try await Self.deliveries(fixture.pool)
                 #expect(rows.allSatisfy { $0.subscriberID == pseudonym }, "\(rows)")
                 #expect(rows.first?.status == "sent")
-                #expect(rows.dropFirst().allSatisfy { $0.status == "failed" && $0.error == ChangeRows.erasedDeliveryError }, "\(rows)")
+                #expect(rows.dropFirst().allSatisfy { $0.status == "failed" && $0.error == WebhookDeliveryStore.erasedDeliveryError }, "\(rows)")
             }
         }
     }
@@ -108,7 +108,7 @@ struct ErasureDeliveryTests {
                 #expect(try await dispatcher.dispatchDue() == 0)
                 #expect(await receiver.requests.isEmpty)
                 let rows = try await Self.deliveries(fixture.pool)
-                #expect(rows.allSatisfy { $0.status == "failed" && $0.error == ChangeRows.erasedDeliveryError }, "\(rows)")
+                #expect(rows.allSatisfy { $0.status == "failed" && $0.error == WebhookDeliveryStore.erasedDeliveryError }, "\(rows)")
             }
         }
     }

@@ -211,7 +211,7 @@ import Testing
             let dump = try ChildProcess.run(["/usr/lib/postgresql/15/bin/pg_dump", "--data-only", "-d", dependencies.pool.configuration.conninfo])
             #expect(dump.status == 0, "pg_dump: \(dump.output.prefix(500))")
             #expect(dump.output.contains(pseudonym), "the dump holds the pseudonym's rows")
-            #expect(dump.output.contains("rem:\(pseudonym):") && dump.output.contains(ChangeRows.erasedDeliveryError),
+            #expect(dump.output.contains("rem:\(pseudonym):") && dump.output.contains(WebhookDeliveryStore.erasedDeliveryError),
                     "the dump holds the reminders' changes and their stopped deliveries")
             #expect(dump.output.contains(other) && dump.output.contains("tablet-\(other)"), "the dump holds what is not erased")
             for value in [erased, erased.uppercased(), "phone-\(erased)", "tablet-\(erased)", "watch-\(erased)"] {

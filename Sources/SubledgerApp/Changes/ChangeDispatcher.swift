@@ -178,17 +178,8 @@ public struct ChangeDispatcher: Service {
     /// due (a paused endpoint's at the end of its pause), at most the poll
     /// interval. One probe of the per-endpoint due index per endpoint.
     private func sleepBeforeNextDue(_ lanes: WebhookLanes) async throws -> Duration {
-        let excluded = PostgresJSON(data: try JSONEncoder().encode(await lanes.waitingOn()))
-        let rows = try await pool.query("""
-            SELECT extract(epoch FROM min(n.next_attempt_at) - now())::float8
-            FROM webhook_endpoints w
-            CROSS JOIN LATERAL (SELECT d.next_attempt_at FROM webhook_deliveries d
-                                WHERE d.endpoint_id = w.id AND d.status = 'pending'
-                                ORDER BY d.next_attempt_at LIMIT 1) n
-            WHERE w.id <> ALL(ARRAY(SELECT jsonb_array_elements_text(\(excluded)::jsonb)))
-            """)
         var sleep = settings.pollInterval
-        if let seconds = try rows.first?.decode(Double?.self, at: 0) {
+        if let seconds = try await WebhookDeliveryStore.secondsUntilNextDue(excluding: await lanes.waitingOn(), pool: pool) {
             // Due already but not claimable (behind an earlier change of its
             // subscriber, or locked by another instance): look again soon.
             sleep = seconds <= 0 ? .milliseconds(250) : .milliseconds(Int64(seconds * 1000) + 5)

@@ -36,7 +36,7 @@ public struct ChangeCursor: Sendable, Equatable {
 
 /// Reads the change feed (`GET /v1/changes`): one global order, keyset
 /// pages, long-polls woken by `ChangeSignal`. Reads only (it may be served
-/// from a standby): no statement here writes.
+/// from a standby): its statements (`ChangeFeedQueries`) write nothing.
 ///
 /// A read examines at most `examined(limit)` changes of the order (of one
 /// subscriber's changes with `subscriberID`), then keeps those the filter
@@ -116,49 +116,19 @@ public struct ChangeFeedReader: Sendable {
     static func examined(_ limit: Int) -> Int { max(limit, examinedPerRead) }
 
     func read(_ filter: Filter) async throws -> Page {
-        let types = PostgresJSON(data: try JSONEncoder().encode(filter.types))
-        let window = Self.examined(filter.limit)
-        // Only transactions older than every running one: a change that
-        // commits later always sorts after the cursor handed out now. Every
-        // ORDER BY names a table's column: the output `transaction_id::text`
-        // is also called `transaction_id`, and would sort as text ("1000" <
-        // "999"). The last row (`last`) is the last one examined, kept or not.
-        let rows = try await share.query("""
-            WITH examined AS MATERIALIZED (
-                SELECT changes.transaction_id, changes.feed_position, changes.type FROM changes
-                WHERE (changes.transaction_id, changes.feed_position)
-                      > (\(String(filter.after.transactionID))::xid8, \(filter.after.position))
-                  AND changes.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-                  AND (\(filter.subscriberID == nil) OR changes.subscriber_id = \(filter.subscriberID ?? ""))
-                ORDER BY changes.transaction_id, changes.feed_position
-                LIMIT \(window)
-            ), kept AS (
-                SELECT e.transaction_id, e.feed_position FROM examined e
-                WHERE \(filter.types.isEmpty) OR e.type IN (SELECT jsonb_array_elements_text(\(types)::jsonb))
-                ORDER BY e.transaction_id, e.feed_position
-                LIMIT \(filter.limit)
-            )
-            SELECT r.transaction_id::text, r.feed_position, r.body, r.last, (SELECT count(*) FROM examined) FROM (
-                SELECT k.transaction_id, k.feed_position, c.body::text AS body, false AS last
-                FROM kept k JOIN changes c ON c.feed_position = k.feed_position
-                UNION ALL
-                (SELECT e.transaction_id, e.feed_position, NULL, true FROM examined e
-                 ORDER BY e.transaction_id DESC, e.feed_position DESC LIMIT 1)
-            ) r
-            ORDER BY r.last, r.transaction_id, r.feed_position
-            """)
+        let rows = try await ChangeFeedQueries.page(after: filter.after, subscriberID: filter.subscriberID, types: filter.types,
+                                                    window: Self.examined(filter.limit), limit: filter.limit, on: share)
         var changes: [String] = []
         var lastKept: ChangeCursor?
         var lastExamined: ChangeCursor?
         var examined = 0
         for row in rows {
-            let cursor = ChangeCursor(transactionID: UInt64(try row.decode(String.self, at: 0)) ?? 0, position: try row.decode(Int64.self, at: 1))
-            examined = Int(try row.decode(Int64.self, at: 4))
-            if try row.decode(Bool.self, at: 3) {
-                lastExamined = cursor
-            } else {
-                changes.append(try row.decode(String.self, at: 2))
-                lastKept = cursor
+            examined = row.examined
+            if row.isLast {
+                lastExamined = row.cursor
+            } else if let body = row.body {
+                changes.append(body)
+                lastKept = row.cursor
             }
         }
         // A full page ends at its last change (what follows it in the window

@@ -34,15 +34,9 @@ public enum ChangeMetrics {
     /// oldest pending delivery.
     static func refresh(pool: ConnectionPool, logger: Logger) async {
         do {
-            let rows = try await pool.withConnection { try await $0.pipeline([
-                """
-                SELECT w.id, coalesce(extract(epoch FROM now() - min(d.created_at)), 0)::float8
-                FROM webhook_endpoints w
-                LEFT JOIN webhook_deliveries d ON d.endpoint_id = w.id AND d.status = 'pending'
-                GROUP BY w.id
-                """,
-                lagQuery,
-            ]) }
+            let rows = try await pool.withConnection {
+                try await $0.pipeline([WebhookDeliveryStore.oldestPendingStatement, lagQuery])
+            }
             for row in rows[0] {
                 oldestPending(endpoint: try row.decode(String.self, at: 0)).record(try row.decode(Double.self, at: 1))
             }
@@ -52,11 +46,7 @@ public enum ChangeMetrics {
         }
     }
 
-    /// now − recorded_at of the first event after the feed consumer's checkpoint.
-    public static let lagQuery: PostgresQuery = """
-        SELECT coalesce(extract(epoch FROM now() - (
-            SELECT e.recorded_at FROM events e, consumer_checkpoints c
-            WHERE c.name = \(ChangeFeedConsumer.consumerName) AND (e.transaction_id, e.position) > (c.transaction_id, c.position)
-            ORDER BY e.transaction_id, e.position LIMIT 1)), 0)::float8
-        """
+    /// now − recorded_at of the first event after the feed consumer's
+    /// checkpoint (`ChangeFeedQueries.lagStatement`).
+    public static var lagQuery: PostgresQuery { ChangeFeedQueries.lagStatement }
 }

@@ -122,13 +122,7 @@ public struct ChangeTimeSweeper: Service {
     /// by the feed) waits for the interval rather than spinning.
     func untilNextInstant() async throws -> Duration {
         let now = self.now()
-        let rows = try await pool.query("""
-            SELECT extract(epoch FROM least(
-                (SELECT min(next_transition_at) FROM change_subscribers WHERE next_transition_at > \(now)),
-                (SELECT min(next_attempt_at) FROM reminders WHERE status = 'pending' AND next_attempt_at > \(now)
-                   AND next_attempt_at < 'infinity')) - \(now))::float8
-            """)
-        guard let seconds = try rows.first?.decode(Double?.self, at: 0), seconds.isFinite else { return interval }
+        guard let seconds = try await ChangeRows.secondsUntilNextInstant(after: now, pool: pool), seconds.isFinite else { return interval }
         return min(interval, .milliseconds(Int64(max(0, seconds) * 1000) + 5))
     }
 
@@ -152,12 +146,7 @@ public struct ChangeTimeSweeper: Service {
     /// consumer locks the key first, then the progress row, as the erasure
     /// does). The order of the statements in between does not matter.
     static func keyed(_ subscriberIDs: [String], on connection: Connection) async throws -> Set<String> {
-        let rows = try await connection.query("""
-            SELECT subscriber_id FROM subscriber_keys
-            WHERE subscriber_id IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(subscriberIDs))::jsonb))
-            FOR KEY SHARE SKIP LOCKED
-            """)
-        return Set(try rows.map { try $0.decode(String.self, at: 0) })
+        try await SubscriberKeys.holdKeysSkippingLocked(subscriberIDs, on: connection)
     }
 
     /// How late a reminder may still be published: one due longer ago (the
@@ -183,7 +172,7 @@ public struct ChangeTimeSweeper: Service {
                 let through = due.mapValues(\.streamVersion)
                 let read = try await connection.query(try SubscriberSnapshots.replayQuery(
                     due.keys.sorted().map { ($0, through[$0]!) },
-                    progressTable: "(SELECT subscriber_id, stream_version - 1 AS stream_version, clock FROM change_subscribers)"))
+                    progressTable: ChangeRows.replayProgressTable))
                 let replays = try await SubscriberSnapshots.replays(read, through: through, on: connection)
                 let reminders = try await ChangeRows.dueReminders(of: due.keys.sorted(), at: now, on: connection)
                 var folds: [ChangeFold] = []

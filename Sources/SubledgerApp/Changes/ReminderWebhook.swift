@@ -43,22 +43,14 @@ public struct ReminderWebhook: Sendable, Equatable {
     /// feed and sent nowhere. Called before the first sweep publishes any.
     public static func register(_ webhook: ReminderWebhook?, pool: ConnectionPool) async throws {
         guard let webhook else {
-            try await pool.query("DELETE FROM webhook_endpoints WHERE id = \(endpointID)")
+            try await WebhookStore.delete(endpointID, pool: pool)
             return
         }
-        let typesJSON = PostgresJSON(data: try JSONEncoder().encode(types))
         var sealed: String?
         if let secret = webhook.secret {
             sealed = try await WebhookSecretSealing.load(secret: webhook.sealingSecret, pool: pool).seal(secret)
         }
-        try await pool.query("""
-            INSERT INTO webhook_endpoints (id, url, secret, types, description, max_attempts)
-            VALUES (\(endpointID), \(webhook.url), \(sealed),
-                    ARRAY(SELECT jsonb_array_elements_text(\(typesJSON)::jsonb)), 'SUBLEDGER_WEBHOOK_URL: reminders',
-                    \(webhook.maximumAttempts))
-            ON CONFLICT (id) DO UPDATE SET url = excluded.url, secret = excluded.secret, types = excluded.types,
-                description = excluded.description, max_attempts = excluded.max_attempts,
-                previous_secret = NULL, previous_secret_expires_at = NULL
-            """)
+        try await WebhookStore.saveReminderEndpoint(id: endpointID, url: webhook.url, sealedSecret: sealed, types: types,
+                                                    maximumAttempts: webhook.maximumAttempts, pool: pool)
     }
 }

@@ -16,17 +16,11 @@ extension ChangeDispatcher {
     func prune() async -> Int {
         guard let retention = settings.deliveredRetention else { return 0 }
         do {
-            let rows = try await pool.query("""
-                DELETE FROM webhook_deliveries WHERE id IN (
-                    SELECT id FROM webhook_deliveries
-                    WHERE status = 'sent' AND sent_at < now() - make_interval(secs => \(Self.seconds(retention)))
-                    ORDER BY sent_at LIMIT \(settings.pruneBatch))
-                RETURNING 1
-                """)
-            if !rows.isEmpty {
-                logger.info("sent webhook deliveries pruned", metadata: ["deliveries.pruned": "\(rows.count)"])
+            let pruned = try await WebhookDeliveryStore.deleteSent(olderThan: retention, limit: settings.pruneBatch, pool: pool)
+            if pruned > 0 {
+                logger.info("sent webhook deliveries pruned", metadata: ["deliveries.pruned": "\(pruned)"])
             }
-            return rows.count
+            return pruned
         } catch {
             logger.warning("cannot prune sent webhook deliveries", metadata: ["error": "\(String(reflecting: error))"])
             return 0

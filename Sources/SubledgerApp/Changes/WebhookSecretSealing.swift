@@ -77,9 +77,9 @@ public struct WebhookSecretSealing: @unchecked Sendable {
     public static func load(secret: Data?, on connection: Connection) async throws -> WebhookSecretSealing {
         if secret == nil {
             let key = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
-            try await connection.query("INSERT INTO webhook_sealing_keys (id, key) VALUES (1, \(key)) ON CONFLICT (id) DO NOTHING")
+            try await WebhookStore.insertSealingKey(key, on: connection)
         }
-        let stored = try await connection.query("SELECT key FROM webhook_sealing_keys WHERE id = 1").first?.decode(Data.self, at: 0)
+        let stored = try await WebhookStore.sealingKey(on: connection)
         return WebhookSecretSealing(secret: secret, databaseKey: stored)
     }
 
@@ -96,14 +96,9 @@ public struct WebhookSecretSealing: @unchecked Sendable {
         defer { connection.close() }
         let sealing = try await load(secret: secret, on: connection)
         return try await connection.withTransaction { connection in
-            let rows = try await connection.query("""
-                SELECT id, secret, previous_secret FROM webhook_endpoints
-                WHERE secret IS NOT NULL OR previous_secret IS NOT NULL FOR UPDATE
-                """)
             var sealed = 0
-            for row in rows {
-                let id = try row.decode(String.self, at: 0)
-                var values: [String?] = [try row.decode(String?.self, at: 1), try row.decode(String?.self, at: 2)]
+            for row in try await WebhookStore.lockStoredSecrets(on: connection) {
+                var values: [String?] = [row.secret, row.previousSecret]
                 var changed = false
                 for index in values.indices {
                     guard let stored = values[index], sealing.needsSealing(stored), let plain = try? sealing.open(stored) else { continue }
@@ -111,9 +106,7 @@ public struct WebhookSecretSealing: @unchecked Sendable {
                     changed = true
                 }
                 guard changed else { continue }
-                try await connection.query("""
-                    UPDATE webhook_endpoints SET secret = \(values[0]), previous_secret = \(values[1]) WHERE id = \(id)
-                    """)
+                try await WebhookStore.updateSecrets(of: row.id, secret: values[0], previousSecret: values[1], on: connection)
                 sealed += 1
             }
             if sealed > 0 { logger.notice("webhook endpoint secrets sealed", metadata: ["webhooks.sealed": "\(sealed)"]) }

@@ -163,6 +163,21 @@ enum ReminderRows {
             """)
         try await connection.query("DROP TABLE reminder_delivery_kept")
     }
+
+    /// A delivery's outcome on its reminder's row, in the delivery's
+    /// transaction (`ChangeDispatcher`, step 3): the attempts, the last
+    /// error and the next attempt (as `GET /v1/reminders` lists them); a
+    /// `status` other than `pending` (`sent`, `failed`) is final.
+    static func recordDelivery(_ reminderID: String, status: String, attempt: Int, error: String?, retryAt: Date?,
+                               on connection: Connection) async throws {
+        try await connection.query("""
+            UPDATE reminders
+            SET status = CASE WHEN \(status) = 'pending' THEN status ELSE \(status) END, attempts = \(attempt),
+                last_error = \(error), next_attempt_at = coalesce(\(retryAt)::timestamptz, now()), claim_token = NULL,
+                updated_at = now()
+            WHERE id = \(reminderID)
+            """)
+    }
 }
 
 extension ReminderRows {

@@ -7,8 +7,6 @@ extension ChangeRows {
     static let personalMembers = ["deviceId", "fromSubscriberId", "toSubscriberId", "reminderId"]
     /// `personalMembers` as an SQL array (constants of the program, no input).
     static let personalMembersSQL = "ARRAY[" + personalMembers.map { "'\($0)'" }.joined(separator: ", ") + "]"
-    /// `last_error` of a delivery that erasure stopped.
-    static let erasedDeliveryError = "not sent: the subscriber was erased"
 
     /// Erasure keeps the subscriber's published changes, their feed state and
     /// their webhook deliveries under the pseudonym (so positions, sequences
@@ -34,7 +32,7 @@ extension ChangeRows {
         try await connection.query("""
             UPDATE change_subscribers SET subscriber_id = \(pseudonym), next_transition_at = NULL WHERE subscriber_id = \(subscriberID)
             """)
-        let inFlight = try await rewriteDeliveries(of: subscriberID, pseudonym: pseudonym, on: connection)
+        let inFlight = try await WebhookDeliveryStore.rewriteForErasure(of: subscriberID, pseudonym: pseudonym, on: connection)
         guard inFlight == 0 else { throw DeliveryInFlight(count: inFlight) }
         // The other party of each transfer published the erased id in its own
         // transfer changes (`fromSubscriberId` / `toSubscriberId`): those name the pseudonym now.
@@ -47,19 +45,6 @@ extension ChangeRows {
               AND type IN ('transferred_in', 'transferred_out')
             """)
     }
-
-    /// The SET items that stop a pending delivery for good (constants).
-    static let stopPending = """
-        status = CASE WHEN status = 'pending' THEN 'failed' ELSE status END,
-        last_error = CASE WHEN status = 'pending' THEN '\(erasedDeliveryError)' ELSE last_error END,
-        claim_token = NULL
-        """
-
-    /// A delivery whose POST may be under way: a dispatcher claimed it and
-    /// its lease runs (the dispatcher posts outside its claim's transaction,
-    /// within the request timeout, which is shorter than the lease). The
-    /// wall clock, not `now()`: the erasure's transaction waits.
-    static let inFlightCondition = "(status = 'pending' AND claim_token IS NOT NULL AND next_attempt_at > clock_timestamp())"
 
     /// A delivery of the subscriber was in flight when the change-feed step ran.
     struct DeliveryInFlight: Error, CustomStringConvertible {
@@ -105,25 +90,11 @@ extension ChangeRows {
     static func settleDeliveries(of subscriberID: String, pseudonym: String, timeout: Duration,
                                  on connection: Connection) async throws -> Bool {
         let deadline = ContinuousClock.now + timeout
-        while try await rewriteDeliveries(of: subscriberID, pseudonym: pseudonym, on: connection) > 0 {
+        while try await WebhookDeliveryStore.rewriteForErasure(of: subscriberID, pseudonym: pseudonym, on: connection) > 0 {
             guard ContinuousClock.now < deadline else { return false }
             try await Task.sleep(for: .milliseconds(25))
         }
         return true
-    }
-
-    /// Rewrites (and so locks) every delivery of the subscriber not in
-    /// flight, stopping the pending ones; returns how many are in flight.
-    static func rewriteDeliveries(of subscriberID: String, pseudonym: String, on connection: Connection) async throws -> Int {
-        try await connection.query("""
-            UPDATE webhook_deliveries
-            SET subscriber_id = \(pseudonym), change_id = subledger_erased_change_id(change_id, \(subscriberID), \(pseudonym)),
-                \(unsafeRaw: stopPending)
-            WHERE subscriber_id = \(subscriberID) AND NOT \(unsafeRaw: inFlightCondition)
-            """)
-        return try await connection.query("""
-            SELECT count(*) FROM webhook_deliveries WHERE subscriber_id = \(subscriberID) AND \(unsafeRaw: inFlightCondition)
-            """).first?.decode(Int.self, at: 0) ?? 0
     }
 
     /// The subscribers the erased one's transfers name (by id: their

@@ -3,7 +3,10 @@ import Foundation
 import Ledger
 import Postgres
 
-/// Webhook endpoints and their deliveries (`sql/0022_change_feed.sql`).
+/// Webhook endpoints (`sql/0022_change_feed.sql`): the routes of
+/// `/v1/webhooks`, the reminder webhook's row (`ReminderWebhook`), the
+/// sealed secrets and the database's sealing key (`WebhookSecretSealing`).
+/// Their deliveries are `WebhookDeliveryStore`'s.
 public struct WebhookStore: Sendable {
     public struct Endpoint: Sendable, Encodable {
         public var id: String
@@ -115,49 +118,80 @@ public struct WebhookStore: Sendable {
 
     /// Removes the endpoint and its deliveries; false when there was none.
     public func delete(_ id: String) async throws -> Bool {
+        try await Self.delete(id, pool: pool)
+    }
+
+    /// Removes the endpoint and its deliveries (`ON DELETE CASCADE`); false
+    /// when there was none.
+    @discardableResult
+    static func delete(_ id: String, pool: ConnectionPool) async throws -> Bool {
         try await !pool.query("DELETE FROM webhook_endpoints WHERE id = \(id) RETURNING id").isEmpty
     }
 
-    static let deliveryColumns = """
-        id::text, change_id, subscriber_id, sequence, status, attempts,
-        CASE WHEN status = 'pending' THEN next_attempt_at END, last_error, created_at, sent_at
-        """
-
-    /// An endpoint's deliveries, newest first.
+    /// An endpoint's deliveries, newest first (`WebhookDeliveryStore`).
     public func deliveries(of endpointID: String, status: DeliveryStatus?, limit: Int) async throws -> [Delivery] {
-        try await pool.query("""
-            SELECT \(unsafeRaw: Self.deliveryColumns) FROM webhook_deliveries
-            WHERE endpoint_id = \(endpointID) AND (\(status == nil) OR status = \(status?.rawValue ?? ""))
-            ORDER BY id DESC LIMIT \(limit)
-            """).map(Self.delivery)
+        try await WebhookDeliveryStore.list(of: endpointID, status: status, limit: limit, pool: pool)
     }
 
     /// Sends a delivery again from its first attempt (a failed one, or a
     /// pending one at once); nil when the endpoint has no such delivery.
     public func retry(endpointID: String, deliveryID: Int64) async throws -> Delivery? {
-        let rows = try await pool.query("""
-            WITH retried AS (
-                UPDATE webhook_deliveries
-                SET status = 'pending', attempts = 0, next_attempt_at = now(), first_attempt_at = NULL,
-                    claim_token = NULL, sent_at = NULL
-                WHERE endpoint_id = \(endpointID) AND id = \(deliveryID)
-                RETURNING *),
-                 wake AS (SELECT pg_notify(\(ChangeRows.notificationChannel), '') FROM retried)
-            SELECT \(unsafeRaw: Self.deliveryColumns) FROM retried, (SELECT count(*) FROM wake) AS w
-            """)
-        return try rows.first.map(Self.delivery)
-    }
-
-    static func delivery(_ row: PostgresRow) throws -> Delivery {
-        Delivery(id: try row.decode(String.self, at: 0), changeId: try row.decode(String.self, at: 1),
-                 subscriberId: try row.decode(String.self, at: 2), sequence: try row.decode(Int64.self, at: 3),
-                 status: try row.decode(String.self, at: 4), attempts: try row.decode(Int.self, at: 5),
-                 nextAttemptAt: try row.decode(Date?.self, at: 6), lastError: try row.decode(String?.self, at: 7),
-                 createdAt: try row.decode(Date.self, at: 8), sentAt: try row.decode(Date?.self, at: 9))
+        try await WebhookDeliveryStore.retry(endpointID: endpointID, deliveryID: deliveryID, pool: pool)
     }
 
     static func randomHex(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
         return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+}
+
+/// The rows written by configuration rather than through the routes: the
+/// reminder webhook's endpoint and the secrets' sealing.
+extension WebhookStore {
+    /// Writes the reminder webhook's endpoint (`ReminderWebhook.register`)
+    /// as configured: its URL, its secret sealed (nil: unsigned), subscribed
+    /// to `types`; a secret rotated by an earlier configuration is forgotten.
+    static func saveReminderEndpoint(id: String, url: String, sealedSecret: String?, types: [String], maximumAttempts: Int,
+                                     pool: ConnectionPool) async throws {
+        let typesJSON = PostgresJSON(data: try JSONEncoder().encode(types))
+        try await pool.query("""
+            INSERT INTO webhook_endpoints (id, url, secret, types, description, max_attempts)
+            VALUES (\(id), \(url), \(sealedSecret),
+                    ARRAY(SELECT jsonb_array_elements_text(\(typesJSON)::jsonb)), 'SUBLEDGER_WEBHOOK_URL: reminders',
+                    \(maximumAttempts))
+            ON CONFLICT (id) DO UPDATE SET url = excluded.url, secret = excluded.secret, types = excluded.types,
+                description = excluded.description, max_attempts = excluded.max_attempts,
+                previous_secret = NULL, previous_secret_expires_at = NULL
+            """)
+    }
+
+    /// Stores `key` as the database's sealing key (`webhook_sealing_keys`)
+    /// unless one is stored already: the first stored wins.
+    static func insertSealingKey(_ key: Data, on connection: Connection) async throws {
+        try await connection.query("INSERT INTO webhook_sealing_keys (id, key) VALUES (1, \(key)) ON CONFLICT (id) DO NOTHING")
+    }
+
+    /// The database's sealing key, nil when none is stored.
+    static func sealingKey(on connection: Connection) async throws -> Data? {
+        try await connection.query("SELECT key FROM webhook_sealing_keys WHERE id = 1").first?.decode(Data.self, at: 0)
+    }
+
+    /// Every endpoint with a stored secret: its id, secret and previous
+    /// secret as stored, the rows locked (`FOR UPDATE`) until the caller's
+    /// transaction ends, so they are sealed again without a race.
+    static func lockStoredSecrets(on connection: Connection) async throws -> [(id: String, secret: String?, previousSecret: String?)] {
+        try await connection.query("""
+            SELECT id, secret, previous_secret FROM webhook_endpoints
+            WHERE secret IS NOT NULL OR previous_secret IS NOT NULL FOR UPDATE
+            """).map { row in
+            (try row.decode(String.self, at: 0), try row.decode(String?.self, at: 1), try row.decode(String?.self, at: 2))
+        }
+    }
+
+    /// Replaces an endpoint's stored secret and previous secret.
+    static func updateSecrets(of id: String, secret: String?, previousSecret: String?, on connection: Connection) async throws {
+        try await connection.query("""
+            UPDATE webhook_endpoints SET secret = \(secret), previous_secret = \(previousSecret) WHERE id = \(id)
+            """)
     }
 }

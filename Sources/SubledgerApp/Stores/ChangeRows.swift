@@ -46,6 +46,24 @@ enum ChangeRows {
         return try progress(rows)
     }
 
+    /// Seconds from `now` to the earliest known instant still to come: a
+    /// transition by time, a pending reminder's due time (nil: none).
+    static func secondsUntilNextInstant(after now: Date, pool: ConnectionPool) async throws -> Double? {
+        let rows = try await pool.query("""
+            SELECT extract(epoch FROM least(
+                (SELECT min(next_transition_at) FROM change_subscribers WHERE next_transition_at > \(now)),
+                (SELECT min(next_attempt_at) FROM reminders WHERE status = 'pending' AND next_attempt_at > \(now)
+                   AND next_attempt_at < 'infinity')) - \(now))::float8
+            """)
+        return try rows.first?.decode(Double?.self, at: 0)
+    }
+
+    /// The progress rows as the snapshot replay's progress table
+    /// (`SubscriberSnapshots.replayQuery`), one version back: the replay
+    /// reads the events after its progress, and the time sweeper wants the
+    /// ledger up to the version the feed reached, that version's event included.
+    static let replayProgressTable = "(SELECT subscriber_id, stream_version - 1 AS stream_version, clock FROM change_subscribers)"
+
     /// The due reminders of `subscriberIDs` not yet published, by due time
     /// (the reminder projection's rows; `next_attempt_at` is their due time
     /// until they are published).
