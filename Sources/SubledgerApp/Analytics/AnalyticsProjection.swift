@@ -109,9 +109,7 @@ extension AnalyticsProjection: StreamwiseConsumer {
     public func insert(_ parts: [LoadedPart], into tables: ProjectionTables, on connection: Connection) async throws {
         for part in parts {
             if !part.contributions.isEmpty {
-                _ = try await connection.copy(
-                    unsafeSQL: "COPY \(tables.name("analytics_contributions")) (pseudonym, items) FROM STDIN WITH (FORMAT binary)",
-                    rows: part.contributions)
+                try await AnalyticsRows.copyContributions(part.contributions, into: tables, on: connection)
             }
             loaded.sums.withLock { sums in
                 for (cell, value) in part.sums { sums[cell, default: 0] += value }

@@ -111,6 +111,14 @@ enum AnalyticsRows {
         return statements
     }
 
+    /// Inserts a rebuild's loaded contributions (`CopyBinaryRows` of
+    /// pseudonym and items) with one binary `COPY`.
+    static func copyContributions(_ rows: CopyBinaryRows, into tables: ProjectionTables, on connection: Connection) async throws {
+        _ = try await connection.copy(
+            unsafeSQL: "COPY \(tables.name("analytics_contributions")) (pseudonym, items) FROM STDIN WITH (FORMAT binary)",
+            rows: rows)
+    }
+
     /// The stored contributions of `pseudonyms`.
     static func contributions(of pseudonyms: [String], in tables: ProjectionTables, on connection: Connection) async throws
         -> [String: [UInt8]] {
