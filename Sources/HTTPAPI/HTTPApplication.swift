@@ -30,7 +30,7 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
     RemindersController(store: ReminderStore(pool: reads.pool, listings: reads.listings), keys: keys).addRoutes(to: router)
     SubscribersController(writer: writer, appStore: appStore, reader: reads.reader, keys: keys).addRoutes(to: router)
     TransactionsController(reader: reads.reader, keys: keys).addRoutes(to: router)
-    ProductsController(catalog: dependencies.catalog, invalidProducts: InvalidProductStore(pool: dependencies.pool, listings: dependencies.supportReads),
+    ProductsController(catalog: dependencies.catalog, invalidProducts: InvalidProductStore(pool: dependencies.pool, listings: dependencies.listings),
                        keys: keys, logger: dependencies.logger)
         .addRoutes(to: router)
     OpenAPIController().addRoutes(to: router)

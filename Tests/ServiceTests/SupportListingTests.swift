@@ -155,10 +155,10 @@ import Testing
 
     @Test func listingsWaitForTheirShareAndWritesStillFindAConnection() async throws {
         let dependencies = try await makeDependencies(poolSize: 4) { $0.leaseTimeout = .milliseconds(300) }
-        #expect(dependencies.supportReads.limit == 1)
+        #expect(dependencies.listings.limit == 1)
         try await withRouter(dependencies) { client in
             // A slow listing holds the share's one connection.
-            try await whileHolding({ try await dependencies.supportReads.withConnection($0) }) {
+            try await whileHolding({ try await dependencies.listings.withConnection($0) }) {
                 let listing = try await client.get("/v1/reminders", key: Keys.support)
                 #expect(listing.status == .serviceUnavailable, "\(listing.status) \(listing.text)")
                 #expect(listing.headers[.retryAfter] != nil)

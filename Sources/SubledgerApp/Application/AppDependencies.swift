@@ -32,7 +32,7 @@ public struct AppDependencies: Sendable {
     /// The connections listings across subscribers (support and console
     /// queries, stats) may hold at once: a quarter of the pool, so however
     /// many of them arrive, writes and Apple's notifications find one.
-    public var supportReads: PoolShare
+    public var listings: PoolShare
     /// Wakes the change feed's long-polls: one listening connection per
     /// instance, shared by every waiting request.
     public var changeSignal = ChangeSignal()
@@ -56,7 +56,7 @@ public struct AppDependencies: Sendable {
         self.configuration = configuration
         self.pool = pool
         self.store = EventStore(pool: pool, logger: logger)
-        self.supportReads = PoolShare(of: pool, limit: max(1, pool.configuration.maximumConnections / 4))
+        self.listings = PoolShare(of: pool, limit: max(1, pool.configuration.maximumConnections / 4))
         self.commitPositions = CommitPositions(pool: pool)
         self.catalog = catalog
         self.metrics = metrics

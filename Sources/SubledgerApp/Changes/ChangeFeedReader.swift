@@ -82,7 +82,7 @@ public struct ChangeFeedReader: Sendable {
     /// replicated.
     public init(_ dependencies: AppDependencies, listings: PoolShare? = nil) {
         pool = dependencies.pool
-        share = listings ?? dependencies.supportReads
+        share = listings ?? dependencies.listings
         signal = dependencies.changeSignal
     }
 

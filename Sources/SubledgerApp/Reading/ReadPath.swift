@@ -26,7 +26,7 @@ public struct ReadPath: Sendable {
     public init(_ dependencies: AppDependencies, primaryReader: SubscriberReader) {
         guard let standby = dependencies.standbyPool else {
             pool = dependencies.pool
-            listings = dependencies.supportReads
+            listings = dependencies.listings
             store = dependencies.store
             reader = primaryReader
             return

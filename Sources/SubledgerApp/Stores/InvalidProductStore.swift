@@ -8,7 +8,7 @@ public struct InvalidProductStore: Sendable {
     let pool: ConnectionPool
 
     /// Where listings across subscribers run: the support reads' share of
-    /// the pool (`AppDependencies.supportReads`), or else all of it.
+    /// the pool (`AppDependencies.listings`), or else all of it.
     let listings: PoolShare
 
     public init(pool: ConnectionPool, listings: PoolShare? = nil) {

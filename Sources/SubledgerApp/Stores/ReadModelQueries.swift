@@ -5,7 +5,7 @@ import Postgres
 /// Questions across subscribers, answered from the read models
 /// (`sql/0007_read_models.sql`) by SQL, never by folding streams.
 public struct ReadModelQueries: Sendable {
-    /// The support reads' share of the pool (`AppDependencies.supportReads`), or all of it.
+    /// The support reads' share of the pool (`AppDependencies.listings`), or all of it.
     let reads: PoolShare
 
     public init(pool: ConnectionPool, share: PoolShare? = nil) {
