@@ -15,6 +15,12 @@ public enum StreamNaming {
     /// whose scheme never changed after an erasure: then nothing is checked.
     private static let earlier = Mutex<[PseudonymScheme]>([])
 
+    /// The condition that the stream `s` has no key row: its subscriber was
+    /// erased (every stream written gets its key with its first events).
+    static let hasNoKey = """
+        NOT EXISTS (SELECT 1 FROM subscriber_keys k WHERE k.pseudonym = substr(s.stream_id, \(SubscriberStreams.prefix.count + 1)))
+        """
+
     /// The schemes the process can compute: its own and the unkeyed one.
     static var computable: [PseudonymScheme] { [.current, .unkeyed] }
 
@@ -39,7 +45,7 @@ public enum StreamNaming {
             SELECT s.stream_id FROM streams s
             WHERE s.stream_id IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(Array(names.keys)))::jsonb))
               AND s.version > 0
-              AND NOT EXISTS (SELECT 1 FROM subscriber_keys k WHERE k.pseudonym = substr(s.stream_id, \(SubscriberStreams.prefix.count + 1)))
+              AND \(unsafeRaw: hasNoKey)
             """)
         return Set(try rows.compactMap { names[try $0.decode(String.self, at: 0)] })
     }

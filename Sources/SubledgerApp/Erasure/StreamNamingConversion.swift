@@ -96,7 +96,7 @@ public enum StreamNamingConversion {
         var renamed = 0
         while true {
             let rows = try await connection.query("""
-                SELECT r.old_pseudonym, r.new_pseudonym, k.subscriber_id, k.key FROM stream_renames r
+                SELECT r.old_pseudonym, r.new_pseudonym, k.key FROM stream_renames r
                 LEFT JOIN subscriber_keys k ON k.pseudonym = r.old_pseudonym
                 WHERE NOT r.done ORDER BY r.old_pseudonym LIMIT \(batch)
                 """)
@@ -104,7 +104,7 @@ public enum StreamNamingConversion {
             try await connection.withTransaction { connection in
                 for row in rows {
                     let old = try row.decode(String.self, at: 0), new = try row.decode(String.self, at: 1)
-                    if let key = try row.decode(Data?.self, at: 3) {
+                    if let key = try row.decode(Data?.self, at: 2) {
                         try await renameStream(from: old, to: new, key: try SubscriberKey(rawValue: key), on: connection)
                     }
                     try await connection.query("UPDATE stream_renames SET done = true WHERE old_pseudonym = \(old)")
@@ -168,8 +168,7 @@ public enum StreamNamingConversion {
         try await connection.withTransaction { connection in
             let erased = try await connection.query("""
                 SELECT EXISTS (SELECT 1 FROM streams s WHERE starts_with(s.stream_id, \(SubscriberStreams.prefix))
-                               AND NOT EXISTS (SELECT 1 FROM subscriber_keys k
-                                               WHERE k.pseudonym = substr(s.stream_id, \(SubscriberStreams.prefix.count + 1))))
+                               AND \(unsafeRaw: StreamNaming.hasNoKey))
                 """).first?.decode(Bool.self, at: 0) ?? false
             try await connection.query("UPDATE stream_naming SET in_force = false, holds_erased = holds_erased OR \(erased) WHERE in_force")
             try await connection.query("DELETE FROM stream_naming WHERE NOT in_force AND NOT holds_erased")
@@ -180,31 +179,6 @@ public enum StreamNamingConversion {
             try await connection.query("DELETE FROM stream_renames")
             try await connection.query("DELETE FROM subscriber_snapshots")
             try await connection.query("DELETE FROM subscriber_state_cache")
-        }
-    }
-}
-
-extension LedgerEvent {
-    /// The other party a transfer names, as stored in this party's stream.
-    var transferCounterpart: String? {
-        switch self {
-        case .transferredOut(let transfer): transfer.toSubscriberID
-        case .transferredIn(let transfer): transfer.fromSubscriberID
-        default: nil
-        }
-    }
-
-    /// The event with a transfer's other party renamed per `names`.
-    func renamingCounterpart(_ names: [String: String]) -> LedgerEvent {
-        switch self {
-        case .transferredOut(var transfer):
-            if let name = names[transfer.toSubscriberID] { transfer.toSubscriberID = name }
-            return .transferredOut(transfer)
-        case .transferredIn(var transfer):
-            if let name = names[transfer.fromSubscriberID] { transfer.fromSubscriberID = name }
-            return .transferredIn(transfer)
-        default:
-            return self
         }
     }
 }

@@ -83,16 +83,7 @@ public enum SubscriberStreams {
     /// that subscriber's key exists, by its pseudonym once it is erased.
     /// One query, and only when a transfer names a pseudonym.
     package static func resolvingCounterparts(_ events: [RecordedLedgerEvent], on connection: Connection) async throws -> [RecordedLedgerEvent] {
-        var pseudonyms = Set<String>()
-        for recorded in events {
-            switch recorded.event {
-            case .transferredOut(let transfer) where SubscriberPseudonyms.isPseudonym(transfer.toSubscriberID):
-                pseudonyms.insert(transfer.toSubscriberID)
-            case .transferredIn(let transfer) where SubscriberPseudonyms.isPseudonym(transfer.fromSubscriberID):
-                pseudonyms.insert(transfer.fromSubscriberID)
-            default: break
-            }
-        }
+        let pseudonyms = Set(events.compactMap(\.event.transferCounterpart).filter { SubscriberPseudonyms.isPseudonym($0) })
         guard !pseudonyms.isEmpty else { return events }
         let rows = try await connection.query("""
             SELECT pseudonym, subscriber_id FROM subscriber_keys
@@ -102,15 +93,7 @@ public enum SubscriberStreams {
         for row in rows { ids[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1) }
         return events.map { recorded in
             var resolved = recorded
-            switch recorded.event {
-            case .transferredOut(var transfer):
-                if let id = ids[transfer.toSubscriberID] { transfer.toSubscriberID = id }
-                resolved.event = .transferredOut(transfer)
-            case .transferredIn(var transfer):
-                if let id = ids[transfer.fromSubscriberID] { transfer.fromSubscriberID = id }
-                resolved.event = .transferredIn(transfer)
-            default: break
-            }
+            resolved.event = recorded.event.renamingCounterpart(ids)
             return resolved
         }
     }
@@ -234,5 +217,32 @@ struct SubscriberHistory: Sendable {
             history.isErased = try await StreamNaming.isErasedUnderEarlierName(subscriberID, on: connection)
         }
         return history
+    }
+}
+
+extension LedgerEvent {
+    /// The other party a transfer names (as stored: by its pseudonym).
+    var transferCounterpart: String? {
+        switch self {
+        case .transferredOut(let transfer): transfer.toSubscriberID
+        case .transferredIn(let transfer): transfer.fromSubscriberID
+        default: nil
+        }
+    }
+
+    /// The event with a transfer's other party renamed per `names` (an id
+    /// for a pseudonym on reads, a new pseudonym for an old one when streams
+    /// are renamed).
+    func renamingCounterpart(_ names: [String: String]) -> LedgerEvent {
+        switch self {
+        case .transferredOut(var transfer):
+            if let name = names[transfer.toSubscriberID] { transfer.toSubscriberID = name }
+            return .transferredOut(transfer)
+        case .transferredIn(var transfer):
+            if let name = names[transfer.fromSubscriberID] { transfer.fromSubscriberID = name }
+            return .transferredIn(transfer)
+        default:
+            return self
+        }
     }
 }
