@@ -48,10 +48,8 @@ struct StorageBench {
         progress.finish("imported")
         for consumer in Projections.all(store: store, catalog: catalog) {
             let display = TerminalProgress(label: "storage: rebuild \(consumer.name)")
-            if let streamwise = consumer as? any StreamwiseConsumer {
-                _ = try await store.rebuildStreamwise(streamwise, chunkSize: 1000) { display.update("\($0) events") }
-            } else {
-                _ = try await store.rebuild(consumer, batchSize: 1000) { display.update("\($0) events") }
+            _ = try await Rebuild.rebuild(consumer, store: store, chunkSize: Rebuild.defaultChunkSize, batchSize: Rebuild.defaultBatchSize) {
+                display.update("\($0) events")
             }
             display.finish("rebuilt")
         }

@@ -21,10 +21,13 @@ struct Rebuild: AsyncParsableCommand {
     var projection: String?
 
     @Option(name: .customLong("batch-size"), help: "Events per batch when replaying in commit order (default 1000).")
-    var batchSize = 1000
+    var batchSize = Self.defaultBatchSize
 
     @Option(name: .customLong("chunk-size"), help: "Events per chunk when rebuilding stream by stream (default 20000).")
-    var chunkSize = 20_000
+    var chunkSize = Self.defaultChunkSize
+
+    static let defaultBatchSize = 1000
+    static let defaultChunkSize = 20_000
 
     func validate() throws {
         if let projection, !Projections.names.contains(projection) {
@@ -45,21 +48,23 @@ struct Rebuild: AsyncParsableCommand {
                 let report: @Sendable (Int) -> Void = { done in
                     display.update(Self.progressLine(done: done, total: total, elapsed: (ContinuousClock.now - started).inSeconds))
                 }
-                // Both projections are streamwise; a consumer that is not replays in commit order in one transaction.
-                let replayed = if let streamwise = consumer as? any StreamwiseConsumer {
-                    try await Self.rebuild(streamwise, store: store, chunkSize: chunkSize, progress: report)
-                } else {
-                    try await store.rebuild(consumer, batchSize: batchSize, progress: report)
-                }
+                let replayed = try await Self.rebuild(consumer, store: store, chunkSize: chunkSize, batchSize: batchSize,
+                                                      progress: report)
                 let elapsed = started.duration(to: .now).inSeconds
                 display.finish(String(format: "%d events in %.1f s (%.0f events/s)", replayed, elapsed, Double(replayed) / max(elapsed, 0.001)))
             }
         }
     }
 
-    static func rebuild(_ consumer: some StreamwiseConsumer, store: EventStore, chunkSize: Int,
+    /// Rebuilds `consumer` as the command does; returns the events replayed.
+    /// Every projection is streamwise; a consumer that is not replays in
+    /// commit order in one transaction.
+    static func rebuild(_ consumer: any EventConsumer, store: EventStore, chunkSize: Int, batchSize: Int,
                         progress: @escaping @Sendable (Int) -> Void) async throws -> Int {
-        try await store.rebuildStreamwise(consumer, chunkSize: chunkSize, progress: progress)
+        if let streamwise = consumer as? any StreamwiseConsumer {
+            return try await store.rebuildStreamwise(streamwise, chunkSize: chunkSize, progress: progress)
+        }
+        return try await store.rebuild(consumer, batchSize: batchSize, progress: progress)
     }
 
     /// "120000/1000000 events, 52000 events/s, ETA 17 s".
