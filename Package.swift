@@ -163,11 +163,40 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .testTarget(
-            name: "ServiceTests",
+        // A database-backed application for tests: dependencies on a fresh
+        // database, random histories written through the write path, the
+        // fake Google on loopback, the personal-data scan of stored bytes.
+        .target(
+            name: "SubledgerAppTesting",
             dependencies: [
-                "HTTPAPI", "SubledgerApp", "subledger", "TestSupport", "EventStore", "JSON", "Ledger", "Postgres", "AppStoreTesting", "AppStore",
+                "SubledgerApp", "EventStore", "Postgres", "JSON", "Ledger", "GooglePlay", "GooglePlayTesting", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The application's parts without the HTTP layer: the write and
+        // read paths, projections and rebuilds, keys, the Play API client.
+        .testTarget(
+            name: "SubledgerAppTests",
+            dependencies: [
+                "SubledgerApp", "SubledgerAppTesting", "TestSupport", "EventStore", "JSON", "Ledger", "Postgres",
                 "GooglePlay", "GooglePlayTesting",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The service through its router and on loopback: every route, its
+        // errors and limits, and the flows that span the API, the workers
+        // and the commands.
+        .testTarget(
+            name: "HTTPAPITests",
+            dependencies: [
+                "HTTPAPI", "SubledgerApp", "SubledgerAppTesting", "subledger", "TestSupport", "EventStore", "JSON", "Ledger", "Postgres",
+                "AppStoreTesting", "AppStore", "GooglePlay", "GooglePlayTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

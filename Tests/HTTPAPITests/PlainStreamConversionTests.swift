@@ -1,0 +1,92 @@
+import EventStore
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Ledger
+@testable import Postgres
+@testable import SubledgerApp
+import SubledgerAppTesting
+import TestSupport
+import Testing
+
+/// A database written before erasure existed (streams `subscriber-<id>`,
+/// personal fields and idempotency keys stored as sent) is converted when
+/// it is prepared: every subscriber reads as before, retried facts are still
+/// duplicates, nothing personal is left readable in the log, and a converted
+/// subscriber can be erased.
+@Suite struct PlainStreamConversionTests {
+    @Test func aPlainDatabaseReadsTheSameAfterConversionAndCanBeErased() async throws {
+        try await withApp { client, dependencies in
+            let subscribers = (0..<6).map { "old-\($0)-" + UUID().uuidString.lowercased() }
+            // Transaction ids are the store's, not derived from subscribers.
+            let run = UInt32.random(in: 0...UInt32.max)
+            try await client.writePasses(subscribers, run: run)
+            try await client.restorePass(of: 0, to: subscribers[1], run: run)
+            func reads() async throws -> [String] { try await client.statesAndHistories(subscribers) }
+            let before = try await reads()
+            let positions = try await logPositions(dependencies)
+
+            try await Self.writeAsBeforeErasureExisted(dependencies)
+            let plain = try await dependencies.pool.query("SELECT data::text FROM events").map { try $0.decode(String.self, at: 0) }
+            #expect(plain.contains { $0.contains("device-0-\(subscribers[0])") }, "the log is in the plain format before")
+            dependencies.ledgers.forget(subscribers)
+
+            let converted = try await PlainStreamConversion.run(conninfo: dependencies.pool.configuration.conninfo, batch: 4,
+                                                                logger: dependencies.logger)
+            #expect(converted == subscribers.count)
+            #expect(try await PlainStreamConversion.run(conninfo: dependencies.pool.configuration.conninfo, logger: dependencies.logger) == 0,
+                    "a second run finds nothing to convert")
+
+            #expect(try await reads() == before)
+            #expect(try await logPositions(dependencies) == positions,
+                    "positions, versions and event ids stay")
+            let log = try await dependencies.pool.query("SELECT stream_id || ' ' || data::text || ' ' || coalesce(idempotency_key, '') FROM events")
+                .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+            for subscriber in subscribers {
+                #expect(PersonalDataScan(subscriber).matches(in: log).isEmpty, "\(subscriber) is still readable in the log")
+            }
+            // A retried fact is a duplicate of the converted one.
+            let retried = try await client.post("/v1/subscribers/\(subscribers[2])/events", purchaseJSON(
+                "t-\(run)-2-1", product: "com.example.pass.30d", at: "2025-02-01T00:00:00Z", device: "device-1-\(subscribers[2])"))
+            #expect(retried.status == .ok && retried.json["duplicate"]?.bool == true, "\(retried.text)")
+            // A converted subscriber is erased like any other.
+            var headers: HTTPFields = Keys.bearer(Keys.admin)
+            headers[.contentType] = "application/json"
+            let erased = try await client.execute(uri: "/v1/subscribers/\(subscribers[3])", method: .delete, headers: headers,
+                                                  body: ByteBuffer(string: #"{"reason": "converted, then erased"}"#))
+            #expect(erased.status == .ok, "\(erased.text)")
+            #expect(try await client.get("/v1/subscribers/\(subscribers[3])", key: Keys.admin).error.code == "erased")
+        }
+    }
+
+    /// Rewrites every subscriber stream as the service wrote it before
+    /// erasure existed: the stream named by the id, personal fields opened,
+    /// idempotency keys `<id> US <ledger key>`, a transfer's other party by
+    /// its id, no subscriber keys.
+    static func writeAsBeforeErasureExisted(_ dependencies: AppDependencies) async throws {
+        try await dependencies.pool.withTransaction { connection in
+            let keys = try await connection.query("SELECT subscriber_id FROM subscriber_keys").map { try $0.decode(String.self, at: 0) }
+            for subscriberID in keys {
+                let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
+                let key = try #require(try await SubscriberKeys.existingKey(for: subscriberID, on: connection))
+                for event in try await EventStore.readStream(SubscriberStreams.streamID(for: subscriberID), on: connection) {
+                    let decoded = try LedgerEvent.decodeFast(type: event.type, schemaVersion: event.schemaVersion, data: event.data)
+                    let recorded = RecordedLedgerEvent(position: event.position, recordedAt: event.recordedAt,
+                                                       event: try key.openingPersonalFields(of: decoded, pseudonym: pseudonym))
+                    let opened = try await SubscriberStreams.resolvingCounterparts([recorded], on: connection)[0].event
+                    let data = decoded.hasPersonalFields ? String(decoding: try opened.encodedData(), as: UTF8.self)
+                        : String(decoding: event.data, as: UTF8.self)
+                    try await connection.query("""
+                        UPDATE events SET stream_id = \("subscriber-" + subscriberID), data = \(data)::jsonb,
+                                          idempotency_key = \(opened.idempotencyKey.map { subscriberID + "\u{1F}" + $0 })
+                        WHERE position = \(event.position)
+                        """)
+                }
+                try await connection.query("""
+                    UPDATE streams SET stream_id = \("subscriber-" + subscriberID) WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))
+                    """)
+            }
+            try await connection.query("DELETE FROM subscriber_keys")
+        }
+    }
+}
