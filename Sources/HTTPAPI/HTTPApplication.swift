@@ -21,42 +21,34 @@ public func buildRouter(_ components: AppComponents) -> Router<AppRequestContext
     router.add(middleware: BodyLimitMiddleware(maximumBodySize: dependencies.configuration.maximumBodySize))
     router.add(middleware: AuditTrailMiddleware(trail: dependencies.auditTrail))
     router.add(middleware: ConsistencyMiddleware(positions: dependencies.commitPositions, logger: dependencies.logger))
-    // The GET routes read through `reads` (the standbys when DATABASE_READ_URL is set).
-    let reads = components.reads
+    // The GET routes read through the components' read side (the standbys
+    // when DATABASE_READ_URL is set); every store was built by AppComponents.
     let keys = dependencies.configuration.apiKeys
-    let (writer, reader, appStore) = (components.writer, components.reader, components.appStore)
-    HealthController(health: HealthStore(dependencies), metrics: dependencies.metrics, logger: dependencies.logger)
-        .addRoutes(to: router)
-    RemindersController(store: ReminderStore(pool: reads.pool, listings: reads.listings), keys: keys).addRoutes(to: router)
-    SubscribersController(writer: writer, appStore: appStore, reader: reads.reader, keys: keys).addRoutes(to: router)
-    TransactionsController(reader: reads.reader, keys: keys).addRoutes(to: router)
-    ProductsController(catalog: dependencies.catalog, invalidProducts: InvalidProductStore(pool: dependencies.pool, listings: dependencies.listings),
-                       keys: keys, logger: dependencies.logger)
+    let (writer, appStore, now) = (components.writer, components.appStore, components.reader.now)
+    HealthController(health: components.health, metrics: dependencies.metrics, logger: dependencies.logger).addRoutes(to: router)
+    RemindersController(store: components.reminders, keys: keys).addRoutes(to: router)
+    SubscribersController(writer: writer, appStore: appStore, reader: components.stateReader, keys: keys).addRoutes(to: router)
+    TransactionsController(reader: components.stateReader, keys: keys).addRoutes(to: router)
+    ProductsController(catalog: dependencies.catalog, invalidProducts: components.invalidProducts, keys: keys, logger: dependencies.logger)
         .addRoutes(to: router)
     OpenAPIController().addRoutes(to: router)
     AppStoreController(appStore: appStore, keys: keys).addRoutes(to: router)
-    GooglePlayController(googlePlay: components.googlePlay, keys: keys, logger: components.dependencies.logger).addRoutes(to: router)
-    NotificationsController(store: NotificationStore(pool: reads.pool, listings: reads.listings), keys: keys).addRoutes(to: router)
-    ParkedController(store: ParkedEventStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
+    GooglePlayController(googlePlay: components.googlePlay, keys: keys, logger: dependencies.logger).addRoutes(to: router)
+    NotificationsController(store: components.notifications, keys: keys).addRoutes(to: router)
+    ParkedController(store: components.parked, keys: keys).addRoutes(to: router)
     ConsoleController().addRoutes(to: router)
     AppStoreAPIController(appStore: appStore, keys: keys).addRoutes(to: router)
-    let readModels = ReadModelQueries(pool: reads.pool, share: reads.listings)
-    SubscriptionsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
-    StatsController(queries: readModels, keys: keys, now: reader.now).addRoutes(to: router)
-    AnalyticsController(store: AnalyticsStore(pool: reads.pool, share: reads.listings), keys: keys, now: reader.now)
-        .addRoutes(to: router)
-    ParkedReplayController(store: dependencies.store, consumers: Projections.all(store: dependencies.store, catalog: dependencies.catalog.catalog),
-                           keys: keys)
-        .addRoutes(to: router)
+    SubscriptionsController(queries: components.readModels, keys: keys, now: now).addRoutes(to: router)
+    StatsController(queries: components.readModels, keys: keys, now: now).addRoutes(to: router)
+    AnalyticsController(store: components.analytics, keys: keys, now: now).addRoutes(to: router)
+    ParkedReplayController(store: dependencies.store, consumers: components.replayConsumers, keys: keys).addRoutes(to: router)
     // The change feed: pulled, and pushed to registered webhooks.
-    ChangesController(reader: ChangeFeedReader(dependencies, listings: reads.listings), keys: keys,
-                      maximumWait: dependencies.configuration.changesMaximumWait).addRoutes(to: router)
-    WebhooksController(store: WebhookStore(pool: dependencies.pool, sealing: WebhookSealingSource(dependencies.configuration.secret)),
-                       keys: keys, destinations: WebhookDestinations(allowPrivate: dependencies.configuration.webhookAllowPrivate))
+    ChangesController(reader: components.changeFeed, keys: keys, maximumWait: dependencies.configuration.changesMaximumWait)
         .addRoutes(to: router)
+    WebhooksController(store: components.webhooks, keys: keys, destinations: components.webhookDestinations).addRoutes(to: router)
     GrantsController(writer: writer, keys: keys, maximumDuration: dependencies.configuration.grantMaximumDuration).addRoutes(to: router)
-    ErasureController(service: ErasureService(dependencies), keys: keys).addRoutes(to: router)
-    AuditController(trail: dependencies.auditTrail, store: AuditStore(pool: dependencies.pool), keys: keys).addRoutes(to: router)
+    ErasureController(service: components.erasure, keys: keys).addRoutes(to: router)
+    AuditController(trail: dependencies.auditTrail, store: components.audit, keys: keys).addRoutes(to: router)
     return router
 }
 

@@ -2,28 +2,27 @@ import EventStore
 import Postgres
 
 /// Where the API's reads go: the standbys of `DATABASE_READ_URL` when it is
-/// set, else the primary. A GET route is put on this path by building its
-/// store from `pool` (or `listings`, for listings across subscribers)
-/// instead of the dependencies' own; nothing reached through it may write.
+/// set, else the primary. `AppComponents` puts a GET route on this path by
+/// building its store from `pool` (or `listings`, for listings across
+/// subscribers) instead of the dependencies' own; nothing reached through
+/// it may write.
 ///
 /// A standby pool runs a read whose request carried a write's consistency
 /// token (`ReadConsistency`) on the primary when its server has not
 /// replayed that write within `PoolConfiguration.replayWait`, and every
 /// read while no standby can be reached.
-public struct ReadPath: Sendable {
+struct ReadPath: Sendable {
     /// The standby pool, or the primary's when there is none.
-    public let pool: ConnectionPool
+    let pool: ConnectionPool
     /// The share of `pool` listings across subscribers may hold at once.
-    public let listings: PoolShare
-    public let store: EventStore
+    let listings: PoolShare
+    let store: EventStore
     /// Reads states, explanations, timelines and transactions through `pool`.
-    public let reader: SubscriberReader
-    /// True when reads go to standbys.
-    public var isStandby: Bool { pool.primary != nil }
+    let reader: SubscriberReader
 
     /// The path of `dependencies`: their standby pool when they have one;
     /// `primaryReader` (the writer's side) otherwise.
-    public init(_ dependencies: AppDependencies, primaryReader: SubscriberReader) {
+    init(_ dependencies: AppDependencies, primaryReader: SubscriberReader) {
         guard let standby = dependencies.standbyPool else {
             pool = dependencies.pool
             listings = dependencies.listings
