@@ -15,18 +15,14 @@ public struct AuditStore: Sendable {
         self.pool = pool
     }
 
-    /// A stored entry with its position (the listing's cursor).
+    /// A stored entry with its position (the listing's cursor); its fields
+    /// read as the entry's (`row.at`, `row.subscriberID`).
+    @dynamicMemberLookup
     public struct Row: Sendable, Encodable {
         public var position: Int64
-        public var at: Date
-        public var role: String
-        public var keyFingerprint: String
-        public var actor: String?
-        public var method: String
-        public var path: String
-        public var subscriberID: String?
-        public var action: String
-        public var status: Int
+        public var entry: AuditTrail.Entry
+
+        public subscript<Value>(dynamicMember field: KeyPath<AuditTrail.Entry, Value>) -> Value { entry[keyPath: field] }
 
         enum CodingKeys: String, CodingKey {
             case position, at, role, keyFingerprint, actor, method, path, subscriberID = "subscriberId", action, status
@@ -36,15 +32,15 @@ public struct AuditStore: Sendable {
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(position, forKey: .position)
-            try container.encode(at, forKey: .at)
-            try container.encode(role, forKey: .role)
-            try container.encode(keyFingerprint, forKey: .keyFingerprint)
-            try container.encode(actor, forKey: .actor)
-            try container.encode(method, forKey: .method)
-            try container.encode(path, forKey: .path)
-            try container.encode(subscriberID, forKey: .subscriberID)
-            try container.encode(action, forKey: .action)
-            try container.encode(status, forKey: .status)
+            try container.encode(entry.at, forKey: .at)
+            try container.encode(entry.role, forKey: .role)
+            try container.encode(entry.keyFingerprint, forKey: .keyFingerprint)
+            try container.encode(entry.actor, forKey: .actor)
+            try container.encode(entry.method, forKey: .method)
+            try container.encode(entry.path, forKey: .path)
+            try container.encode(entry.subscriberID, forKey: .subscriberID)
+            try container.encode(entry.action, forKey: .action)
+            try container.encode(entry.status, forKey: .status)
         }
     }
 
@@ -123,11 +119,12 @@ public struct AuditStore: Sendable {
             ORDER BY position LIMIT \(limit + 1)
             """)
         let decoded = try rows.map { row in
-            Row(position: try row.decode(Int64.self, at: 0), at: try row.decode(Date.self, at: 1),
-                role: try row.decode(String.self, at: 2), keyFingerprint: try row.decode(String.self, at: 3),
-                actor: try row.decode(String?.self, at: 4), method: try row.decode(String.self, at: 5),
-                path: try row.decode(String.self, at: 6), subscriberID: try row.decode(String?.self, at: 7),
-                action: try row.decode(String.self, at: 8), status: try row.decode(Int.self, at: 9))
+            Row(position: try row.decode(Int64.self, at: 0), entry: AuditTrail.Entry(
+                at: try row.decode(Date.self, at: 1), role: try row.decode(String.self, at: 2),
+                keyFingerprint: try row.decode(String.self, at: 3), actor: try row.decode(String?.self, at: 4),
+                method: try row.decode(String.self, at: 5), path: try row.decode(String.self, at: 6),
+                subscriberID: try row.decode(String?.self, at: 7), action: try row.decode(String.self, at: 8),
+                status: try row.decode(Int.self, at: 9)))
         }
         return (Array(decoded.prefix(limit)), decoded.count > limit)
     }
