@@ -7,7 +7,9 @@ import Glibc
 /// Time-ordered (version 7) event ids: the Unix time in milliseconds, then
 /// 74 bits from the system's random source, drawn a block at a time.
 ///
-/// Ordered by time, a new id lands at the right edge of the `events`
+/// No index holds them since sql/0037 (no statement looked an event up by
+/// id). While one did, they were chosen ordered by time for it:
+/// a new id landed at the right edge of the `events`
 /// table's unique index on `event_id`, on pages already in memory, instead
 /// of on a random leaf of it (version 4), which after each checkpoint also
 /// costs a full-page image in the WAL. On a table of 3 million rows,
