@@ -29,7 +29,7 @@ public let catalogModified = Date(timeIntervalSince1970: 1_700_000_000)
 /// The application's dependencies on a fresh, migrated database.
 /// `pool` changes how the pool connects (timeouts, conninfo) before it is made.
 public func makeDependencies(restorePolicy: RestorePolicy = .transfer, poolSize: Int = 8,
-                      pool configure: (inout PoolConfiguration) -> Void = { _ in }) async throws -> AppDependencies {
+                             pool configure: (inout PoolConfiguration) -> Void = { _ in }) async throws -> AppDependencies {
     var poolConfiguration = PoolConfiguration(conninfo: try await TestDatabase.make(), maximumConnections: poolSize)
     configure(&poolConfiguration)
     var configuration = SubledgerConfiguration()
@@ -59,7 +59,7 @@ public func date(_ text: String) -> Date {
 }
 
 public func purchaseJSON(_ transactionID: String, product: String = "com.example.pass.30d", at purchaseDate: String = "2025-01-01T00:00:00Z",
-                  original: String? = nil, device: String? = nil, expires: String? = nil, environment: String? = nil) -> String {
+                         original: String? = nil, device: String? = nil, expires: String? = nil, environment: String? = nil) -> String {
     var fields = [
         "\"type\": \"purchase\"", "\"transactionId\": \"\(transactionID)\"", "\"productId\": \"\(product)\"",
         "\"purchaseDate\": \"\(purchaseDate)\"",

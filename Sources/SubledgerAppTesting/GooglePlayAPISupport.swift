@@ -17,7 +17,7 @@ public struct GooglePlayAPITest: Sendable {
 
     /// A client of the same fake with other settings, key or URL.
     public func client(settings: GooglePlayAPISettings = GooglePlayAPITest.settings, key: ServiceAccountKey? = nil,
-                apiURL: String? = nil) async -> GooglePlayAPIClient {
+                       apiURL: String? = nil) async -> GooglePlayAPIClient {
         let baseURL = await fake.baseURL
         return GooglePlayAPIClient(serviceAccount: key ?? self.key, packageName: GooglePlaySamples.packageName,
                                    apiURL: apiURL ?? baseURL, settings: settings, logger: GooglePlayAPITest.logger)
@@ -50,7 +50,7 @@ public struct GooglePlayAPITest: Sendable {
 
 /// Runs `body` with a fake Google on loopback and a client of it.
 public func withGooglePlayAPI(settings: GooglePlayAPISettings = GooglePlayAPITest.settings,
-                       _ body: @escaping @Sendable (GooglePlayAPITest) async throws -> Void) async throws {
+                              _ body: @escaping @Sendable (GooglePlayAPITest) async throws -> Void) async throws {
     let fake = FakeGoogle(serviceAccount: GooglePlayAPITest.account)
     try await fake.serve { fake, http in
         let key = try ServiceAccountKey(json: GooglePlayAPITest.account.json(tokenURI: await fake.tokenURI))
