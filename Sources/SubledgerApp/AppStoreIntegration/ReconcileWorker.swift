@@ -41,33 +41,29 @@ public struct ReconcileWorker: Service {
         }
     }
 
-    /// The loop, usable without a service group (tests).
+    /// The loop, usable without a service group (tests): a session on a
+    /// connection of its own, as a standby until it takes the lead, then as
+    /// the leader; a lost connection starts another 5 s later.
     public func runUntilCancelled() async {
-        while !Task.isCancelled {
-            do {
-                let connection = try await Connection.connect(to: conninfo, logger: logger)
-                defer { connection.close() }
-                while try await !ReconcileStore.tryLeadership(on: connection) {
-                    try await Task.sleep(for: standbyPoll)
-                }
-                logger.info("app store reconciliation leader", metadata: [
-                    "appstore.environments": "\(environments.map(\.rawValue))", "appstore.reconcile.interval": "\(interval)",
-                ])
-                try await lead(on: connection)
-            } catch is CancellationError {
-                return
-            } catch {
-                if Task.isCancelled { return }
-                logger.error("app store reconciliation worker lost its connection; retrying", metadata: ["error": "\(String(reflecting: error))"])
-                try? await Task.sleep(for: .seconds(5))
+        await repeatRounds(logger: logger, failure: "app store reconciliation worker lost its connection; retrying",
+                           retryAfter: .seconds(5)) {
+            let connection = try await Connection.connect(to: conninfo, logger: logger)
+            defer { connection.close() }
+            while try await !ReconcileStore.tryLeadership(on: connection) {
+                try await Task.sleep(for: standbyPoll)
             }
+            logger.info("app store reconciliation leader", metadata: [
+                "appstore.environments": "\(environments.map(\.rawValue))", "appstore.reconcile.interval": "\(interval)",
+            ])
+            try await lead(on: connection)
+            return .zero
         }
     }
 
     /// Runs while the lock's session lives.
     private func lead(on connection: Connection) async throws {
         var failures = 0
-        while !Task.isCancelled {
+        try await repeatRounds {
             try await ReconcileStore.ping(connection)
             var wait = interval
             var failed = false
@@ -89,7 +85,7 @@ public struct ReconcileWorker: Service {
                 }
             }
             failures = failed ? failures + 1 : 0
-            try await Task.sleep(for: wait)
+            return wait
         }
     }
 }

@@ -31,13 +31,14 @@ public struct AuditService: Service {
         await cancelWhenGracefulShutdown {
             let clock = ContinuousClock()
             var nextPrune = clock.now
-            while !Task.isCancelled {
+            // Rounds log their own failures; only cancellation ends them.
+            try? await repeatRounds {
                 await flush()
                 if clock.now >= nextPrune {
                     await prune()
                     nextPrune = clock.now.advanced(by: pruneInterval)
                 }
-                do { try await Task.sleep(for: flushInterval) } catch { break }
+                return flushInterval
             }
         }
         // Shutting down: what the last requests recorded is written before the pool closes.

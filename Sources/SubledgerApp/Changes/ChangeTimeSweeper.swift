@@ -58,7 +58,7 @@ public struct ChangeTimeSweeper: Service {
         } else if reminderWebhook?.secret == nil {
             logger.warning("no webhook secret: reminders are sent without a Subledger-Signature header")
         }
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await runUntilCancelled()
         }
     }
@@ -67,44 +67,30 @@ public struct ChangeTimeSweeper: Service {
     /// webhook, then rounds; between two, it waits until the next known
     /// instant (at most `interval`), or until a reminder is scheduled.
     public func runUntilCancelled() async {
-        while !Task.isCancelled {
-            do {
-                try await ReminderWebhook.register(reminderWebhook, pool: pool)
-                break
-            } catch {
-                if Task.isCancelled { return }
-                logger.error("cannot store the reminder webhook; retrying", metadata: ["error": "\(String(reflecting: error))"])
-                try? await Task.sleep(for: .seconds(1))
-            }
+        await repeatRounds(logger: logger, failure: "cannot store the reminder webhook; retrying", retryAfter: .seconds(1)) {
+            try await ReminderWebhook.register(reminderWebhook, pool: pool)
+            return nil
         }
-        while !Task.isCancelled {
-            do {
-                let listener = try await listen()
-                defer { listener?.close() }
-                while !Task.isCancelled {
-                    do {
-                        while try await sweepOnce() >= batchSize {}
-                    } catch is CancellationError {
-                        return
-                    } catch {
-                        logger.error("change sweep failed; retrying next round", metadata: ["error": "\(String(reflecting: error))"])
-                    }
-                    let wait = try await untilNextInstant()
-                    guard let listener else {
-                        try await Task.sleep(for: wait)
-                        continue
-                    }
-                    // A reminder scheduled meanwhile starts a round at once:
-                    // by the time this wakes it may be due already.
-                    _ = try await listener.waitForNotification(timeout: wait)
+        // A session on the listening connection; one that fails starts again a second later.
+        await repeatRounds(logger: logger, failure: "change sweeper failed; retrying", retryAfter: .seconds(1)) {
+            let listener = try await listen()
+            defer { listener?.close() }
+            try await repeatRounds(pause: { wait in
+                guard let listener else { return try await Task.sleep(for: wait) }
+                // A reminder scheduled meanwhile starts a round at once:
+                // by the time this wakes it may be due already.
+                _ = try await listener.waitForNotification(timeout: wait)
+            }) {
+                do {
+                    while try await sweepOnce() >= batchSize {}
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch {
+                    logger.error("change sweep failed; retrying next round", metadata: ["error": "\(String(reflecting: error))"])
                 }
-            } catch is CancellationError {
-                return
-            } catch {
-                if Task.isCancelled { return }
-                logger.error("change sweeper failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
-                try? await Task.sleep(for: .seconds(1))
+                return try await untilNextInstant()
             }
+            return .zero
         }
     }
 

@@ -8,8 +8,10 @@ import Metrics
 ///
 /// A read waits only while the database is busy with earlier groups: with
 /// nothing in flight it is read at once, alone. Meanwhile arrivals queue, and
-/// the next group takes every waiting read of one environment, up to
-/// `maximumGroup` subscribers (reads of the same subscriber share the answer).
+/// the next group takes every waiting read of the oldest one's environment,
+/// up to `maximumGroup` subscribers (reads of the same subscriber share the
+/// answer): a `GroupingCombiner` with the `sharing` rule. What a group reads
+/// is the reader's, passed down with each read.
 /// The group's statements start after every read in it arrived, so each
 /// sees every write acknowledged before it was asked.
 ///
@@ -17,11 +19,11 @@ import Metrics
 /// `subscriber_not_found` alone. Anything that fails the group as a whole (a
 /// lost connection, a stored row that cannot be read) sends each of its
 /// subscribers to be read alone, so each gets its own answer.
-public actor ReadCombiner {
+public final class ReadCombiner: Sendable {
     /// Subscribers in one group at most.
-    public let maximumGroup: Int
+    public var maximumGroup: Int { groups.maximumGroup }
     /// Groups being read at once.
-    public let maximumInFlight: Int
+    public var maximumInFlight: Int { groups.maximumInFlight }
 
     /// What the combiner did so far (tests and the benchmark read it).
     public struct Statistics: Sendable, Equatable {
@@ -31,75 +33,57 @@ public actor ReadCombiner {
         /// Subscribers read alone after their group failed.
         public var readAlone = 0
     }
-    public private(set) var statistics = Statistics()
+    public var statistics: Statistics {
+        get async { await groups.statistics }
+    }
 
-    private struct Waiting {
+    /// What a group reads, given by the reader with each read: the current
+    /// states of distinct subscribers of one environment, in their order, in
+    /// one round trip; each has its own result, and what fails the
+    /// statement as a whole throws.
+    typealias Read = @Sendable (_ subscriberIDs: [String], _ environment: Ledger.Environment) async throws
+        -> [Result<SubscriberState, LedgerError>]
+
+    private struct Item: Sendable {
         var subscriberID: String
         var environment: Ledger.Environment
-        var continuation: CheckedContinuation<SubscriberState, Error>
     }
-    private var queue: [Waiting] = []
-    private var inFlight = 0
+    private typealias Groups = GroupingCombiner<Item, SubscriberState, Statistics>
+    private let groups: Groups
 
     public init(maximumGroup: Int = 64, maximumInFlight: Int = 2) {
-        self.maximumGroup = max(1, maximumGroup)
-        self.maximumInFlight = max(1, maximumInFlight)
+        groups = Groups(maximumGroup: maximumGroup, maximumInFlight: maximumInFlight,
+                        rule: .sharing { $0.environment == $1.environment }, key: { $0.subscriberID },
+                        statistics: Statistics()) { statistics, subscribers, waited in
+            statistics.groups += 1
+            statistics.reads += waited.count
+            statistics.largestGroup = max(statistics.largestGroup, subscribers)
+            ReadCombiner.groupSizes.record(subscribers)
+        }
     }
 
     /// The current state of `subscriberID` (validated by the caller), read
-    /// with whatever else is waiting.
-    func state(of subscriberID: String, environment: Ledger.Environment, with reader: SubscriberReader) async throws -> SubscriberState {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.append(Waiting(subscriberID: subscriberID, environment: environment, continuation: continuation))
-            startGroups(reader)
+    /// with whatever else is waiting, by `read`.
+    func state(of subscriberID: String, environment: Ledger.Environment, reading read: @escaping Read) async throws -> SubscriberState {
+        try await groups.submit(Item(subscriberID: subscriberID, environment: environment)) { [groups] group in
+            await Self.run(group, read: read, counting: groups)
         }
     }
 
-    private func startGroups(_ reader: SubscriberReader) {
-        while inFlight < maximumInFlight, let environment = queue.first?.environment {
-            var group = [Waiting]()
-            var rest = [Waiting]()
-            var subscribers = Set<String>()
-            for waiting in queue {
-                if waiting.environment == environment,
-                   subscribers.contains(waiting.subscriberID) || subscribers.count < maximumGroup {
-                    subscribers.insert(waiting.subscriberID)
-                    group.append(waiting)
-                } else {
-                    rest.append(waiting)
-                }
-            }
-            queue = rest
-            inFlight += 1
-            statistics.groups += 1
-            statistics.reads += group.count
-            statistics.largestGroup = max(statistics.largestGroup, subscribers.count)
-            Self.groupSizes.record(subscribers.count)
-            Task { [group] in await self.run(group, environment, reader) }
-        }
-    }
-
-    private func run(_ group: [Waiting], _ environment: Ledger.Environment, _ reader: SubscriberReader) async {
-        var subscriberIDs = [String]()
-        var seen = Set<String>()
-        for waiting in group where seen.insert(waiting.subscriberID).inserted { subscriberIDs.append(waiting.subscriberID) }
+    private static func run(_ group: [Groups.Slot], read: @escaping Read, counting groups: Groups) async {
+        let environment = group[0].item.environment
+        let subscriberIDs = group.map(\.item.subscriberID)
         do {
-            let results = try await reader.store.pool.withConnection {
-                try await reader.states(of: subscriberIDs, at: nil, environment: environment, on: $0)
-            }
-            let answers = Dictionary(uniqueKeysWithValues: zip(subscriberIDs, results))
-            for waiting in group { waiting.continuation.resume(with: answers[waiting.subscriberID]!.mapError { $0 }) }
+            let results = try await read(subscriberIDs, environment)
+            for (slot, result) in zip(group, results) { slot.answer(result.mapError { $0 }) }
         } catch where subscriberIDs.count > 1 {
             // The group failed as a whole: each subscriber alone, for its own answer.
-            statistics.readAlone += subscriberIDs.count
+            await groups.record { $0.readAlone += subscriberIDs.count }
             let answers = await withTaskGroup(of: (String, Result<SubscriberState, Error>).self) { tasks in
                 for subscriberID in subscriberIDs {
                     tasks.addTask {
                         do {
-                            let results = try await reader.store.pool.withConnection {
-                                try await reader.states(of: [subscriberID], at: nil, environment: environment, on: $0)
-                            }
-                            return (subscriberID, results[0].mapError { $0 })
+                            return (subscriberID, try await read([subscriberID], environment)[0].mapError { $0 })
                         } catch {
                             return (subscriberID, .failure(error))
                         }
@@ -109,12 +93,10 @@ public actor ReadCombiner {
                 for await (subscriberID, answer) in tasks { answers[subscriberID] = answer }
                 return answers
             }
-            for waiting in group { waiting.continuation.resume(with: answers[waiting.subscriberID]!) }
+            for slot in group { slot.answer(answers[slot.item.subscriberID]!) }
         } catch {
-            for waiting in group { waiting.continuation.resume(throwing: error) }
+            for slot in group { slot.answer(.failure(error)) }
         }
-        inFlight -= 1
-        startGroups(reader)
     }
 
     static let groupSizes = Recorder(label: "subledger_read_group_size", aggregate: true)

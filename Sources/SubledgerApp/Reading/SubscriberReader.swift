@@ -91,7 +91,9 @@ public struct SubscriberReader: Sendable {
         // A read that must see a given write runs alone: a group's statements
         // wait for the position of the read that started the group only.
         if at == nil, let combiner, ReadConsistency.minimumPosition == nil {
-            return try await combiner.state(of: subscriberID, environment: environment, with: self)
+            return try await combiner.state(of: subscriberID, environment: environment) { subscriberIDs, environment in
+                try await store.pool.withConnection { try await states(of: subscriberIDs, at: nil, environment: environment, on: $0) }
+            }
         }
         return try await store.pool.withConnection { connection in
             try await states(of: [subscriberID], at: at, environment: environment, on: connection)[0].get()

@@ -87,7 +87,8 @@ public struct LedgerWriter: Sendable {
         var command = command
         command.subscriberID = try InputLimits.validateSubscriberID(command.subscriberID)
         var result = if let combiner, alongside == nil {
-            try await combiner.write(command, with: self)
+            try await combiner.write(command, WriteCombiner.Work(attempt: { try await attemptWrite($0) },
+                                                                 alone: { try await write(WriteBatch([$0])) }))
         } else {
             try await write(WriteBatch([command], alongside: alongside))
         }

@@ -11,7 +11,9 @@ import Metrics
 /// nothing in flight it is written at once, alone. Meanwhile arrivals queue,
 /// and the next group takes the oldest waiting command of each subscriber
 /// that no group in flight is writing (a subscriber's commands stay in
-/// arrival order, one group after the other).
+/// arrival order, one group after the other): a `GroupingCombiner` with the
+/// `holding` rule. The attempt a group makes and the write of one command
+/// alone are the writer's, passed down with each command.
 ///
 /// Each command keeps its own outcome: the group is decided in order, a
 /// refusal is that command's answer and the others go on (`refusals: .skip`).
@@ -21,11 +23,11 @@ import Metrics
 /// form the group again. Anything else that fails a group (a value the
 /// database refuses, an ownership row that changed, a lost connection) sends
 /// every command of it to be written alone, so each gets its own answer.
-public actor WriteCombiner {
+public final class WriteCombiner: Sendable {
     /// Commands in one group at most.
-    public let maximumGroup: Int
+    public var maximumGroup: Int { groups.maximumGroup }
     /// Groups being written at once (one reads while another commits).
-    public let maximumInFlight: Int
+    public var maximumInFlight: Int { groups.maximumInFlight }
 
     /// What the combiner did so far (tests and the benchmark read it).
     public struct Statistics: Sendable, Equatable {
@@ -43,120 +45,104 @@ public actor WriteCombiner {
         /// How long commands waited for their group to start, summed.
         public var queued = Duration.zero
     }
-    public private(set) var statistics = Statistics()
-
-    private struct Waiting {
-        var command: WriteCommand
-        var arrived = ContinuousClock.now
-        var continuation: CheckedContinuation<WriteBatchResult, Error>
+    public var statistics: Statistics {
+        get async { await groups.statistics }
     }
-    private var queue: [Waiting] = []
     /// Commands that arrived: those in groups and those waiting for one
     /// (tests wait for every request to be queued).
-    var arrivedCount: Int { statistics.commands + queue.count }
-    private var busy: Set<String> = []
-    private var inFlight = 0
+    var arrivedCount: Int {
+        get async { await groups.arrived }
+    }
+
+    /// What a group does, given by the writer with each command.
+    struct Work: Sendable {
+        /// One attempt at a batch (read, decide, commit): a lost race is
+        /// thrown, not retried.
+        var attempt: @Sendable (WriteBatch) async throws -> WriteBatchResult
+        /// One command written alone, the usual way (deciding again while
+        /// other writers interfere).
+        var alone: @Sendable (WriteCommand) async throws -> WriteBatchResult
+    }
+
+    private typealias Groups = GroupingCombiner<WriteCommand, WriteBatchResult, Statistics>
+    private let groups: Groups
 
     public init(maximumGroup: Int = 64, maximumInFlight: Int = 2) {
-        self.maximumGroup = max(1, maximumGroup)
-        self.maximumInFlight = max(1, maximumInFlight)
-    }
-
-    /// Writes `command` with whatever else is waiting; the result holds its
-    /// outcome alone and its subscriber's ledger.
-    func write(_ command: WriteCommand, with writer: LedgerWriter) async throws -> WriteBatchResult {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.append(Waiting(command: command, continuation: continuation))
-            startGroups(writer)
-        }
-    }
-
-    private func startGroups(_ writer: LedgerWriter) {
-        while inFlight < maximumInFlight, !queue.isEmpty {
-            var group = [Waiting]()
-            var rest = [Waiting]()
-            var taken = Set<String>()
-            for waiting in queue {
-                let subscriberID = waiting.command.subscriberID
-                if group.count < maximumGroup, !busy.contains(subscriberID), taken.insert(subscriberID).inserted {
-                    group.append(waiting)
-                } else {
-                    rest.append(waiting)
-                }
-            }
-            guard !group.isEmpty else { return }
-            let now = ContinuousClock.now
-            for waiting in group {
-                let waited = now - waiting.arrived
+        groups = Groups(maximumGroup: maximumGroup, maximumInFlight: maximumInFlight, rule: .holding, key: { $0.subscriberID },
+                        statistics: Statistics()) { statistics, commands, waited in
+            for waited in waited {
                 statistics.queued += waited
-                Self.queuedDurations.record(duration: waited)
+                WriteCombiner.queuedDurations.record(duration: waited)
             }
-            queue = rest
-            busy.formUnion(taken)
-            inFlight += 1
             statistics.groups += 1
-            statistics.commands += group.count
-            statistics.largestGroup = max(statistics.largestGroup, group.count)
-            Self.groupSizes.record(group.count)
-            Task { [group] in await self.run(group, writer) }
+            statistics.commands += commands
+            statistics.largestGroup = max(statistics.largestGroup, commands)
+            WriteCombiner.groupSizes.record(commands)
         }
     }
 
-    private func run(_ members: [Waiting], _ writer: LedgerWriter) async {
+    /// Writes `command` with whatever else is waiting, by `work`; the result
+    /// holds its outcome alone and its subscriber's ledger.
+    func write(_ command: WriteCommand, _ work: Work) async throws -> WriteBatchResult {
+        try await groups.submit(command) { [groups] group in
+            await Self.run(group, work, counting: groups)
+        }
+    }
+
+    private static func run(_ members: [Groups.Slot], _ work: Work, counting groups: Groups) async {
         var group = members
-        var alone = [Waiting]()
+        var alone = [Groups.Slot]()
         while !group.isEmpty {
             do {
                 let started = ContinuousClock.now
-                let result = try await writer.attemptWrite(WriteBatch(group.map(\.command), refusals: .skip))
-                Self.groupDurations.record(duration: ContinuousClock.now - started)
-                statistics.groupsCommitted += 1
-                statistics.phases += result.phases
-                Self.readDurations.record(duration: result.phases.read)
-                Self.decideDurations.record(duration: result.phases.decide)
-                Self.commitDurations.record(duration: result.phases.commit)
-                for (index, waiting) in group.enumerated() {
-                    let subscriberID = waiting.command.subscriberID
-                    waiting.continuation.resume(returning: WriteBatchResult(
-                        outcomes: [result.outcomes[index]], ledgers: result.ledgers[subscriberID].map { [subscriberID: $0] } ?? [:]))
+                let result = try await work.attempt(WriteBatch(group.map(\.item), refusals: .skip))
+                groupDurations.record(duration: ContinuousClock.now - started)
+                let phases = result.phases
+                await groups.record {
+                    $0.groupsCommitted += 1
+                    $0.phases += phases
+                }
+                readDurations.record(duration: phases.read)
+                decideDurations.record(duration: phases.decide)
+                commitDurations.record(duration: phases.commit)
+                for (index, slot) in group.enumerated() {
+                    let subscriberID = slot.item.subscriberID
+                    slot.answer(.success(WriteBatchResult(
+                        outcomes: [result.outcomes[index]], ledgers: result.ledgers[subscriberID].map { [subscriberID: $0] } ?? [:])))
                 }
                 group = []
             } catch let conflict as WrongExpectedVersion where group.count > 1 {
                 // One stream moved under the group: it goes alone, the rest again together.
                 let streamID = conflict.streamID
-                let moved = group.filter { SubscriberStreams.streamID(for: $0.command.subscriberID) == streamID }
+                let moved = group.filter { SubscriberStreams.streamID(for: $0.item.subscriberID) == streamID }
                 guard !moved.isEmpty else {
                     alone += group
                     group = []
                     break
                 }
-                statistics.conflictsSplitOff += 1
+                await groups.record { $0.conflictsSplitOff += 1 }
                 alone += moved
-                group.removeAll { SubscriberStreams.streamID(for: $0.command.subscriberID) == streamID }
+                group.removeAll { SubscriberStreams.streamID(for: $0.item.subscriberID) == streamID }
             } catch {
                 alone += group
                 group = []
             }
         }
-        statistics.writtenAlone += alone.count
+        if !alone.isEmpty {
+            let writtenAlone = alone.count
+            await groups.record { $0.writtenAlone += writtenAlone }
+        }
         await withTaskGroup(of: Void.self) { tasks in
-            for waiting in alone {
+            for slot in alone {
                 tasks.addTask {
                     do {
-                        waiting.continuation.resume(returning: try await writer.write(WriteBatch([waiting.command])))
+                        slot.answer(.success(try await work.alone(slot.item)))
                     } catch {
-                        waiting.continuation.resume(throwing: error)
+                        slot.answer(.failure(error))
                     }
                 }
             }
         }
-        finish(group: members, writer)
-    }
-
-    private func finish(group: [Waiting], _ writer: LedgerWriter) {
-        inFlight -= 1
-        for waiting in group { busy.remove(waiting.command.subscriberID) }
-        startGroups(writer)
     }
 
     static let groupSizes = Recorder(label: "subledger_write_group_size", aggregate: true)
