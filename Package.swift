@@ -100,16 +100,35 @@ let package = Package(
             ],
             resources: [.copy("Resources/openapi.yaml"), .copy("Resources/console")]
         ),
-        .executableTarget(
-            name: "subledger",
+        // What every command shares: the configuration flags, logging,
+        // the progress line and a projection's rebuild.
+        .target(
+            name: "CommandSupport",
             dependencies: [
-                "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "JSON", "Ledger", "AppStore", "GooglePlay",
+                "HTTPAPI", "SubledgerApp", "EventStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // `subledger bench`: the measurements, beside the service rather than in it.
+        .target(
+            name: "SubledgerBench",
+            dependencies: [
+                "CommandSupport", "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "JSON", "Ledger", "GooglePlay",
                 // The Google Play bench pushes through the fake Google (BenchGooglePlay.swift).
                 "GooglePlayTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // The bench mounts its floor routes (BenchFloorRoutes.swift) itself.
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "subledger",
+            dependencies: [
+                "CommandSupport", "SubledgerBench", "HTTPAPI", "SubledgerApp", "Postgres", "EventStore", "JSON", "Ledger", "AppStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -125,7 +144,7 @@ let package = Package(
         .testTarget(name: "LedgerTests", dependencies: ["JSON", "Ledger", "TestSupport"]),
         // The repository's own promises: every doc link resolves, the
         // configuration page lists exactly the declared variables and flags.
-        .testTarget(name: "RepositoryTests", dependencies: ["subledger", "SubledgerApp", "JSON", "Ledger"]),
+        .testTarget(name: "RepositoryTests", dependencies: ["subledger", "CommandSupport", "SubledgerApp", "JSON", "Ledger"]),
         .target(
             name: "AppStoreTesting",
             dependencies: [
@@ -195,7 +214,7 @@ let package = Package(
         .testTarget(
             name: "HTTPAPITests",
             dependencies: [
-                "HTTPAPI", "SubledgerApp", "SubledgerAppTesting", "subledger", "TestSupport", "EventStore", "JSON", "Ledger", "Postgres",
+                "HTTPAPI", "SubledgerApp", "SubledgerAppTesting", "SubledgerBench", "TestSupport", "EventStore", "JSON", "Ledger", "Postgres",
                 "AppStoreTesting", "AppStore", "GooglePlay", "GooglePlayTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import AppStore
 import ArgumentParser
+import CommandSupport
 import Foundation
 import Ledger
 import Logging

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandSupport
 import SubledgerApp
 
 /// `subledger log-reference ID`: the `subscriber.ref` that log lines about

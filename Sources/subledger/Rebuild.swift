@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandSupport
 import EventStore
 import Foundation
 import HTTPAPI
@@ -21,13 +22,10 @@ struct Rebuild: AsyncParsableCommand {
     var projection: String?
 
     @Option(name: .customLong("batch-size"), help: "Events per batch when replaying in commit order (default 1000).")
-    var batchSize = Self.defaultBatchSize
+    var batchSize = ProjectionRebuild.defaultBatchSize
 
     @Option(name: .customLong("chunk-size"), help: "Events per chunk when rebuilding stream by stream (default 20000).")
-    var chunkSize = Self.defaultChunkSize
-
-    static let defaultBatchSize = 1000
-    static let defaultChunkSize = 20_000
+    var chunkSize = ProjectionRebuild.defaultChunkSize
 
     func validate() throws {
         if let projection, !Projections.names.contains(projection) {
@@ -46,31 +44,13 @@ struct Rebuild: AsyncParsableCommand {
                 let display = TerminalProgress(label: "rebuilding \(consumer.name)")
                 let started = ContinuousClock.now
                 let report: @Sendable (Int) -> Void = { done in
-                    display.update(Self.progressLine(done: done, total: total, elapsed: (ContinuousClock.now - started).inSeconds))
+                    display.update(ProjectionRebuild.progressLine(done: done, total: total, elapsed: (ContinuousClock.now - started).inSeconds))
                 }
-                let replayed = try await Self.rebuild(consumer, store: store, chunkSize: chunkSize, batchSize: batchSize,
-                                                      progress: report)
+                let replayed = try await ProjectionRebuild.rebuild(consumer, store: store, chunkSize: chunkSize, batchSize: batchSize,
+                                                                   progress: report)
                 let elapsed = started.duration(to: .now).inSeconds
                 display.finish(String(format: "%d events in %.1f s (%.0f events/s)", replayed, elapsed, Double(replayed) / max(elapsed, 0.001)))
             }
         }
-    }
-
-    /// Rebuilds `consumer` as the command does; returns the events replayed.
-    /// Every projection is streamwise; a consumer that is not replays in
-    /// commit order in one transaction.
-    static func rebuild(_ consumer: any EventConsumer, store: EventStore, chunkSize: Int, batchSize: Int,
-                        progress: @escaping @Sendable (Int) -> Void) async throws -> Int {
-        if let streamwise = consumer as? any StreamwiseConsumer {
-            return try await store.rebuildStreamwise(streamwise, chunkSize: chunkSize, progress: progress)
-        }
-        return try await store.rebuild(consumer, batchSize: batchSize, progress: progress)
-    }
-
-    /// "120000/1000000 events, 52000 events/s, ETA 17 s".
-    static func progressLine(done: Int, total: Int, elapsed: Double) -> String {
-        let rate = Double(done) / max(elapsed, 0.001)
-        let eta = rate > 0 ? Double(max(total - done, 0)) / rate : 0
-        return String(format: "%d/%d events, %.0f events/s, ETA %.0f s", done, total, rate, eta)
     }
 }

@@ -5,7 +5,7 @@ import HummingbirdTesting
 import Postgres
 import SubledgerApp
 import SubledgerAppTesting
-@testable import subledger
+@testable import SubledgerBench
 import Testing
 
 /// The bench's floor routes (`addFloorRoutes`) make the ceiling's own

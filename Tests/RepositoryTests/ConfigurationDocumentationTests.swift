@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SubledgerApp
 import Testing
+import CommandSupport
 @testable import subledger
 
 /// Every configuration variable is declared once (`ConfigurationVariable`),

@@ -8,7 +8,7 @@
 /// 1. add a `static let` below and put it in `all`;
 /// 2. read it in `SubledgerConfiguration.init(environment:)` with
 ///    `value(.yourVariable)` (its default with `defaultValue(.yourVariable)`);
-/// 3. add its flag to `ConfigurationOptions` (`Sources/subledger/Options.swift`):
+/// 3. add its flag to `ConfigurationOptions` (`Sources/CommandSupport/Options.swift`):
 ///    one `@Option` and one entry of `flags`;
 /// 4. add its row to `docs/configuration.md`.
 public struct ConfigurationVariable: Sendable, Hashable, CustomStringConvertible {

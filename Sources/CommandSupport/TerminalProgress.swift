@@ -2,17 +2,17 @@ import Foundation
 
 /// A one-line progress display for long commands: redrawn in place on a
 /// terminal, at most ten times a second; elsewhere only the final line.
-final class TerminalProgress: @unchecked Sendable {
+public final class TerminalProgress: @unchecked Sendable {
     // Safety: `lastDrawn` is guarded by `lock`.
     private let label: String
     private let lock = NSLock()
     private var lastDrawn = ContinuousClock.now - .seconds(1)
     private let isTerminal = isatty(STDERR_FILENO) == 1
 
-    init(label: String) { self.label = label }
+    public init(label: String) { self.label = label }
 
     /// Redraws "label  detail"; `detail` is only built when it is drawn.
-    func update(_ detail: @autoclosure () -> String) {
+    public func update(_ detail: @autoclosure () -> String) {
         guard isTerminal else { return }
         lock.withLock {
             let now = ContinuousClock.now
@@ -23,14 +23,14 @@ final class TerminalProgress: @unchecked Sendable {
     }
 
     /// Replaces the progress line with "label: summary".
-    func finish(_ summary: String) {
+    public func finish(_ summary: String) {
         FileHandle.standardError.write(Data("\(isTerminal ? "\r\u{1B}[K" : "")\(label): \(summary)\n".utf8))
     }
 }
 
 extension Duration {
     /// The duration in seconds, as a floating-point number.
-    var inSeconds: Double {
+    public var inSeconds: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

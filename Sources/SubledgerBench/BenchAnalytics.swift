@@ -1,3 +1,4 @@
+import CommandSupport
 import EventStore
 import Foundation
 import Ledger

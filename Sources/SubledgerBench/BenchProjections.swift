@@ -1,3 +1,4 @@
+import CommandSupport
 import EventStore
 import Foundation
 import Ledger
@@ -108,7 +109,7 @@ struct ProjectionBench {
             let rebuildStarted = ContinuousClock.now
             let total = events
             results.rebuiltEvents = try await store.rebuildStreamwise(projection) { done in
-                rebuildProgress.update(Rebuild.progressLine(done: done, total: total, elapsed: (ContinuousClock.now - rebuildStarted).inSeconds))
+                rebuildProgress.update(ProjectionRebuild.progressLine(done: done, total: total, elapsed: (ContinuousClock.now - rebuildStarted).inSeconds))
             }
             let rebuild = Double(results.rebuiltEvents) / (ContinuousClock.now - rebuildStarted).inSeconds
             rebuildProgress.finish(String(format: "%.0f events/s", rebuild))

@@ -8,8 +8,10 @@ import SubledgerApp
 /// `ConfigurationVariable`, each overridable by its flag. A new variable
 /// adds one `@Option` below and one entry to `flags` (the configuration
 /// tests check that every declared variable has both).
-struct ConfigurationOptions: ParsableArguments {
-    typealias Variable = ConfigurationVariable
+public struct ConfigurationOptions: ParsableArguments {
+    public init() {}
+
+    public typealias Variable = ConfigurationVariable
 
     @Option(name: .customLong(Variable.databaseURL.flag), help: ArgumentHelp(Variable.databaseURL.flagHelp)) var databaseURL: String?
     @Option(name: .customLong(Variable.dataDirectory.flag), help: ArgumentHelp(Variable.dataDirectory.flagHelp)) var dataDirectory: String?
@@ -62,7 +64,7 @@ struct ConfigurationOptions: ParsableArguments {
     @Option(name: .customLong(Variable.googlePlayEnvironments.flag), help: ArgumentHelp(Variable.googlePlayEnvironments.flagHelp)) var googlePlayEnvironments: String?
 
     /// Each variable with the value its flag was given, if any.
-    var flags: [(Variable, String?)] {
+    public var flags: [(Variable, String?)] {
         [
             (.databaseURL, databaseURL),
             (.dataDirectory, dataDirectory),
@@ -117,7 +119,7 @@ struct ConfigurationOptions: ParsableArguments {
     }
 
     /// The environment with the flags laid over it.
-    func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SubledgerConfiguration {
+    public func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SubledgerConfiguration {
         var merged = environment
         for case let (variable, value?) in flags { merged[variable.name] = value }
         do {
@@ -133,10 +135,10 @@ struct ConfigurationOptions: ParsableArguments {
 }
 
 /// Logging to standard error at the configured level, bootstrapped once.
-enum LoggingSetup {
+public enum LoggingSetup {
     nonisolated(unsafe) private static var done = false
 
-    static func logger(_ configuration: SubledgerConfiguration, label: String = "subledger") -> Logger {
+    public static func logger(_ configuration: SubledgerConfiguration, label: String = "subledger") -> Logger {
         if !done {
             done = true
             let level = configuration.logLevel

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandSupport
 import EventStore
 import Foundation
 import Logging
@@ -11,8 +12,8 @@ import SubledgerApp
 /// set-based upsert of the same events, each measured in the same run on the
 /// same server, so the ratios mean something on a noisy machine; and reads
 /// and writes of a subscriber with one event beside one with 10,000.
-struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Bench: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
         abstract: "Measure appends, the projection rebuild and reads against PostgreSQL's own rates.",
         discussion: """
             Runs in a scratch database created next to the configured one (and dropped afterwards): \
@@ -54,7 +55,9 @@ struct Bench: AsyncParsableCommand {
     @Option(name: .customLong("slow-clients"), help: "Connections held open by slow clients in the abuse measurement.")
     var slowClients: Int = 1000
 
-    func validate() throws {
+    public init() {}
+
+    public func validate() throws {
         let known: Set<Substring> = ["appends", "projections", "import", "abuse", "changes", "googleplay", "analytics", "storage"]
         guard measure.split(separator: ",").allSatisfy(known.contains) else {
             throw ValidationError("--measure takes appends, projections, import, abuse, changes, googleplay, analytics, storage, comma-separated")
@@ -67,7 +70,7 @@ struct Bench: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    public func run() async throws {
         let configuration = try options.resolve()
         let logger = LoggingSetup.logger(configuration)
         let database = try await PreparedDatabase.prepare(configuration, migrate: false, logger: logger)

@@ -1,3 +1,4 @@
+import CommandSupport
 import EventStore
 import Foundation
 import Ledger
@@ -48,7 +49,7 @@ struct StorageBench {
         progress.finish("imported")
         for consumer in Projections.all(store: store, catalog: catalog) {
             let display = TerminalProgress(label: "storage: rebuild \(consumer.name)")
-            _ = try await Rebuild.rebuild(consumer, store: store, chunkSize: Rebuild.defaultChunkSize, batchSize: Rebuild.defaultBatchSize) {
+            _ = try await ProjectionRebuild.rebuild(consumer, store: store, chunkSize: ProjectionRebuild.defaultChunkSize, batchSize: ProjectionRebuild.defaultBatchSize) {
                 display.update("\($0) events")
             }
             display.finish("rebuilt")
