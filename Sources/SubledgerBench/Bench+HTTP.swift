@@ -61,6 +61,13 @@ extension Bench {
         let postHeaders = headers + [("Content-Type", "application/json")]
         let (ingest, written) = try await measureIngest(port: port, duration: duration)
         let writes = await dependencies.writeCombiner.statistics
+        // The POSTs filled the subscribers' tables from empty in seconds,
+        // and each pooled connection keeps the generic plans it made while
+        // they held a page (a sequential scan of `subscriber_keys` for every
+        // subscriber read, in `EXPLAIN` through auto_explain). A running
+        // service's autovacuum analyzes a table that grew within a minute,
+        // which makes every session plan again: read in that state.
+        try await dependencies.pool.query("ANALYZE")
         let (read, _) = try await latencies("HTTP GET /v1/subscribers/{id}, \(writers) connections", port: port, duration: duration) {
             connection, writer, count in
             let made = written[writer]
