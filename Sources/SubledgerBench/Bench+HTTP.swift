@@ -54,6 +54,7 @@ extension Bench {
     ///   same stack, key check and pool: the most a route making one such
     ///   statement per request can reach here.
     func measureHTTP(conninfo: String, duration: Duration, logger: Logger) async throws -> HTTPPhases {
+        try await warmUp(conninfo: conninfo, duration: duration, logger: logger)
         let service = try await startService(conninfo: conninfo, logger: logger)
         defer { service.server.cancel() }
         let (dependencies, port) = (service.dependencies, service.port)
@@ -61,12 +62,7 @@ extension Bench {
         let postHeaders = headers + [("Content-Type", "application/json")]
         let (ingest, written) = try await measureIngest(port: port, duration: duration)
         let writes = await dependencies.writeCombiner.statistics
-        // The POSTs filled the subscribers' tables from empty in seconds,
-        // and each pooled connection keeps the generic plans it made while
-        // they held a page (a sequential scan of `subscriber_keys` for every
-        // subscriber read, in `EXPLAIN` through auto_explain). A running
-        // service's autovacuum analyzes a table that grew within a minute,
-        // which makes every session plan again: read in that state.
+        // As after the warm-up: the POSTs grew the subscribers' tables.
         try await dependencies.pool.query("ANALYZE")
         let (read, _) = try await latencies("HTTP GET /v1/subscribers/{id}, \(writers) connections", port: port, duration: duration) {
             connection, writer, count in
@@ -93,6 +89,23 @@ extension Bench {
             guard response.status == 201 else { throw BenchFailure(description: "POST /floor/insert answered \(response.status)") }
         }
         return HTTPPhases(ingest: ingest, read: read, floor: floor, selectFloor: selectFloor, insertFloor: insertFloor, writes: writes)
+    }
+
+    /// Writes new subscribers for `duration` through a service of its own,
+    /// unmeasured, then analyzes the tables: the measured phases run against
+    /// a service in steady state. The subscribers' tables start empty, and a
+    /// pooled connection keeps the generic plans it made while they held a
+    /// page until an `ANALYZE` makes it plan again (`auto_explain` showed a
+    /// sequential scan of `subscriber_keys` for every subscriber read and
+    /// written); a running service's autovacuum analyzes a grown table
+    /// within a minute. The measured service starts afterwards, so its
+    /// connections and its write statistics are its own.
+    func warmUp(conninfo: String, duration: Duration, logger: Logger) async throws {
+        let warm = try await startService(conninfo: conninfo, logger: logger)
+        _ = try await measureIngest(port: warm.port, duration: duration, run: "warm", label: "HTTP POST …/events, warming up (not measured)")
+        warm.server.cancel()
+        try await warm.dependencies.pool.query("ANALYZE")
+        await warm.dependencies.pool.close()
     }
 
     /// The service started in this process on a loopback port, with the
@@ -145,10 +158,11 @@ extension Bench {
 
     /// `POST …/events`, a new purchase for a new subscriber each, on `writers`
     /// connections; `run` tells the subscribers of one call from another's.
-    func measureIngest(port: Int, duration: Duration, run: String = "bench") async throws -> (figures: HTTPFigures, counts: [Int]) {
+    func measureIngest(port: Int, duration: Duration, run: String = "bench",
+                       label: String = "HTTP POST …/events") async throws -> (figures: HTTPFigures, counts: [Int]) {
         let purchaseDate = RFC3339.format(Date() - 86_400)
         let postHeaders = [("Authorization", "Bearer bench-ingest-key"), ("Content-Type", "application/json")]
-        return try await latencies("HTTP POST …/events, \(writers) connections", port: port, duration: duration) {
+        return try await latencies("\(label), \(writers) connections", port: port, duration: duration) {
             connection, writer, count in
             let body = #"{"type": "purchase", "transactionId": "\#(run)-t-\#(writer)-\#(count)", "productId": "com.example.pass.30d", "purchaseDate": "\#(purchaseDate)"}"#
             let response = try connection.exchange(HTTPLoadConnection.request(
