@@ -103,8 +103,11 @@ extension Bench {
     func warmUp(conninfo: String, duration: Duration, logger: Logger) async throws {
         let warm = try await startService(conninfo: conninfo, logger: logger)
         _ = try await measureIngest(port: warm.port, duration: duration, run: "warm", label: "HTTP POST …/events, warming up (not measured)")
-        warm.server.cancel()
         try await warm.dependencies.pool.query("ANALYZE")
+        // Stopped before the measured one starts: its workers and its pool
+        // (which its shutdown closes) are gone by then.
+        warm.server.cancel()
+        _ = await warm.server.result
         await warm.dependencies.pool.close()
     }
 
