@@ -117,8 +117,10 @@ public struct Decider: Sendable {
             // what the ledger knows (on, when nothing said otherwise) and is
             // not older than it.
             decision = .duplicate(of: ledger.currentAutoRenew(of: change.originalTransactionID, environment: change.environment)?.position)
-        case .billingIssue(let issue) where issue.effectiveDate == nil || issue.isReportedState:
-            if let open = ledger.openBillingIssue(of: issue.originalTransactionID),
+        case .billingIssue(let issue):
+            // Undated or reported, the same open issue again is a duplicate.
+            if issue.effectiveDate == nil || issue.isReportedState,
+               let open = ledger.openBillingIssue(of: issue.originalTransactionID),
                open.value.gracePeriodExpiresDate == issue.gracePeriodExpiresDate {
                 decision = .duplicate(of: open.position)
             } else {
@@ -140,16 +142,6 @@ public struct Decider: Sendable {
                 .autoRenewChanged(AutoRenewChange(originalTransactionID: change.originalTransactionID, productID: productID,
                                                   autoRenew: change.autoRenew, effectiveDate: change.effectiveDate ?? now,
                                                   environment: change.environment, source: source))
-            }
-        case .billingIssue(let issue):
-            decision = try decideSubscriptionChange(
-                originalTransactionID: issue.originalTransactionID, productID: issue.productID,
-                environment: issue.environment, ledger: ledger, owner: owner
-            ) { productID in
-                .billingIssue(BillingIssue(originalTransactionID: issue.originalTransactionID, productID: productID,
-                                           effectiveDate: issue.effectiveDate ?? now,
-                                           gracePeriodExpiresDate: issue.gracePeriodExpiresDate,
-                                           environment: issue.environment, source: source))
             }
         case .googlePlayPurchase(let purchase):
             decision = try decide(purchase, ledger: ledger, owner: owner, now: now, source: source)

@@ -137,7 +137,7 @@ struct WriteCombiningTests {
                 group.addTask { ("c\(index)", try await held.record(Self.purchase("ct\(index)"), subscriberID: "c\(index)")) }
             }
             group.addTask { ("contested", try await held.record(Self.purchase("mine-1"), subscriberID: "contested")) }
-            try await Self.release(gate, onceQueued: 22, at: combiner)
+            try await Self.release(gate, onceQueued: 9, at: combiner)
             return try await group.reduce(into: [String: WriteResult]()) { $0[$1.0] = $1.1 }
         }
         let statistics = await combiner.statistics
