@@ -63,6 +63,29 @@ struct DuplicateTests {
         #expect(try world.send(earlierExpiry, to: "u", now: end).duplicatePosition == 6)
     }
 
+    /// A billing issue with no date of its own (an API fact) or one read from
+    /// renewal info (`gracePeriodExpiresDate` of JWSRenewalInfoDecodedPayload,
+    /// https://developer.apple.com/documentation/appstoreserverapi/jwsrenewalinfodecodedpayload,
+    /// reported again on every reconciliation while the issue lasts) is news
+    /// only when no open issue of the subscription has the same grace end.
+    @Test func anUndatedOrReportedBillingIssueRepeatingTheOpenOneIsADuplicate() throws {
+        var world = World()
+        let end = date("2024-02-01T00:00:00Z")
+        let grace = date("2024-02-17T00:00:00Z")
+        try world.send(purchase("a1", IDs.monthly, at: day, expires: end), to: "u", now: day)
+        let undated = FactRequest.billingIssue(.init(originalTransactionID: "a1", gracePeriodExpiresDate: grace))
+        let first = try world.send(undated, to: "u", now: end)
+        #expect(!first.isDuplicate)
+        #expect(try world.send(undated, to: "u", now: end.addingTimeInterval(3600)).duplicatePosition == 2)
+        let reported = FactRequest.billingIssue(.init(originalTransactionID: "a1", gracePeriodExpiresDate: grace,
+                                                      effectiveDate: end.addingTimeInterval(7200), isReportedState: true))
+        #expect(try world.send(reported, to: "u", now: end.addingTimeInterval(7200)).duplicatePosition == 2)
+        // Another grace end is news, reported or not.
+        let extended = FactRequest.billingIssue(.init(originalTransactionID: "a1", gracePeriodExpiresDate: grace.addingTimeInterval(86_400),
+                                                      effectiveDate: end.addingTimeInterval(10_800), isReportedState: true))
+        #expect(try !world.send(extended, to: "u", now: end.addingTimeInterval(10_800)).isDuplicate)
+    }
+
     @Test func aRepeatedCoverageExpiryAnswersWithItsOwnEvent() throws {
         var world = World()
         try world.send(purchase("p1", IDs.pass, at: day), to: "u", now: day)
