@@ -156,7 +156,7 @@ struct Import: AsyncParsableCommand {
         discussion: """
             Same rules and idempotency as the API: importing a file again changes nothing. \
             Lines the rules refuse are reported with their numbers on standard error; the rest are imported. \
-            Exits 1 when any line was rejected.
+            Exits 1 when any line was rejected. Ends with an ANALYZE of the database when anything was imported.
             """)
 
     @Argument(help: "The NDJSON file, or - for standard input.") var file: String
@@ -190,6 +190,7 @@ struct Import: AsyncParsableCommand {
             importer.batchSize = batchSize
             importer.writers = writers
             importer.chunkSize = chunkSize
+            importer.analyzesWhenDone = true
             if !database.configuration.appStoreRootCertificates.isEmpty {
                 let dependencies = AppDependencies(configuration: database.configuration, pool: database.pool,
                                                    catalog: database.catalog, logger: database.logger)

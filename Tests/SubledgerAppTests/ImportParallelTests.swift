@@ -101,6 +101,39 @@ struct ImportParallelTests {
         #expect(try misordered.first!.decode(Int.self, at: 0) == 0)
     }
 
+    /// `subledger import` analyzes the tables it filled, so the planner
+    /// knows their size at once (`PlannerStatistics`); the importer alone
+    /// (the bench's import measurement) does not.
+    @Test func theCommandsImportAnalyzesTheTablesItFilled() async throws {
+        var generator = ImportFileGenerator(seed: 7)
+        let lines = Self.lines(generator.make(lines: 2_000))
+        func analyzed(_ dependencies: AppDependencies) async throws -> [String: Double] {
+            let rows = try await dependencies.pool.query("""
+                SELECT s.relname, c.reltuples::float8 FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+                WHERE s.relname IN ('events', 'streams', 'subscriber_keys') AND s.last_analyze IS NOT NULL
+                """)
+            return try Dictionary(uniqueKeysWithValues: rows.map { (try $0.decode(String.self, at: 0), try $0.decode(Double.self, at: 1)) })
+        }
+
+        let plain = try await makeDependencies()
+        defer { Task { [pool = plain.pool] in await pool.close() } }
+        _ = try await Self.importer(plain, writers: 2, batchSize: 100, chunkSize: 500).importLines(lines)
+        #expect(try await analyzed(plain).isEmpty, "the importer alone leaves the statistics to autovacuum")
+
+        let command = try await makeDependencies()
+        defer { Task { [pool = command.pool] in await pool.close() } }
+        var importer = Self.importer(command, writers: 2, batchSize: 100, chunkSize: 500)
+        importer.analyzesWhenDone = true
+        let summary = try await importer.importLines(lines)
+        let statistics = try await analyzed(command)
+        #expect(summary.imported > 0)
+        #expect(statistics.keys.sorted() == ["events", "streams", "subscriber_keys"])
+        for table in ["events", "streams", "subscriber_keys"] {
+            let rows = try await command.pool.query("SELECT count(*) FROM \(unsafeRaw: table)").first!.decode(Int.self, at: 0)
+            #expect(rows > 0 && statistics[table] == Double(rows), "the planner counts every row of \(table): \(statistics)")
+        }
+    }
+
     // MARK: Helpers
 
     static func importer(_ dependencies: AppDependencies, writers: Int, batchSize: Int, chunkSize: Int) -> Importer {
