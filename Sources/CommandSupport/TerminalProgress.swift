@@ -27,10 +27,3 @@ public final class TerminalProgress: @unchecked Sendable {
         FileHandle.standardError.write(Data("\(isTerminal ? "\r\u{1B}[K" : "")\(label): \(summary)\n".utf8))
     }
 }
-
-extension Duration {
-    /// The duration in seconds, as a floating-point number.
-    public var inSeconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}

@@ -194,5 +194,5 @@ struct BenchFailure: Error, CustomStringConvertible {
 }
 
 extension Duration {
-    var milliseconds: Double { inSeconds * 1000 }
+    var milliseconds: Double { timeInterval * 1000 }
 }

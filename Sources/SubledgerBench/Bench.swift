@@ -245,8 +245,8 @@ public struct Bench: AsyncParsableCommand {
             return try await group.reduce(0, +)
         }
         let elapsed = ContinuousClock.now - started
-        progress.finish(String(format: "%.0f events/s", Double(total) / elapsed.inSeconds))
-        return Double(total) / elapsed.inSeconds
+        progress.finish(String(format: "%.0f events/s", Double(total) / elapsed.timeInterval))
+        return Double(total) / elapsed.timeInterval
     }
 }
 

@@ -86,7 +86,7 @@ final class SlowClients: Sendable {
             }
             counts.withLock { $0.open = open }
             let rest = .seconds(1) - (ContinuousClock.now - started)
-            if rest > .zero { Thread.sleep(forTimeInterval: rest.inSeconds) }
+            if rest > .zero { Thread.sleep(forTimeInterval: rest.timeInterval) }
         }
     }
 

@@ -35,14 +35,14 @@ extension Bench {
                 handled += batch
                 progress.update("\(handled) events")
             }
-            let rate = Double(handled) / (ContinuousClock.now - started).inSeconds
+            let rate = Double(handled) / (ContinuousClock.now - started).timeInterval
             progress.finish(String(format: "%.0f events/s", rate))
             print(padded("catch-up from the start, \(consumer.name) (batches of 1,000)", 58) + padded(String(format: "%.0f", rate), 12, left: true))
         }
         for consumer in [analytics, subscriptions] as [any StreamwiseConsumer] {
             let started = ContinuousClock.now
             let rebuilt = try await store.rebuildStreamwise(consumer)
-            let rate = Double(rebuilt) / (ContinuousClock.now - started).inSeconds
+            let rate = Double(rebuilt) / (ContinuousClock.now - started).timeInterval
             print(padded("rebuild stream by stream, \(consumer.name)", 58) + padded(String(format: "%.0f", rate), 12, left: true))
         }
 
@@ -91,7 +91,7 @@ extension Bench {
             }
             print(padded("subscriptions, reminders\(running ? " and analytics" : "") running, pair \(round / 2 + 1)", 58)
                   + padded(String(format: "%.0f", figures.rate), 12, left: true)
-                  + padded(String(format: "%.2f", figures.p99.inSeconds * 1000), 10, left: true))
+                  + padded(String(format: "%.2f", figures.p99.timeInterval * 1000), 10, left: true))
         }
     }
 }

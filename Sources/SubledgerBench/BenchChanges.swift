@@ -75,13 +75,13 @@ struct ChangesBench {
             let progress = TerminalProgress(label: "import \(facts) facts with the change feed running")
             let started = ContinuousClock.now
             let summary = try await importer.importLines(NDJSONReader(handle: try FileHandle(forReadingFrom: file)))
-            let importSeconds = (ContinuousClock.now - started).inSeconds
+            let importSeconds = (ContinuousClock.now - started).timeInterval
             progress.finish(String(format: "%.0f facts/s", Double(summary.imported) / importSeconds))
             let imported = ContinuousClock.now
             while try await store.lag(of: ChangeFeedConsumer.consumerName) > 0 {
                 try await Task.sleep(for: .milliseconds(50))
             }
-            let catchUp = (ContinuousClock.now - imported).inSeconds
+            let catchUp = (ContinuousClock.now - imported).timeInterval
             sampler.cancel()
             consumer.cancel()
             let changes = try await pool.query("SELECT count(*) FROM changes").first!.decode(Int.self, at: 0)
@@ -108,7 +108,7 @@ struct ChangesBench {
                 }
                 try await deliveries.waitForAll()
             }
-            let deliverySeconds = (ContinuousClock.now - deliveryStart).inSeconds
+            let deliverySeconds = (ContinuousClock.now - deliveryStart).timeInterval
             let delivered = await received.count
             delivering.finish(String(format: "%.0f changes/s", Double(delivered) / deliverySeconds))
             let lags = await samples.values.sorted()

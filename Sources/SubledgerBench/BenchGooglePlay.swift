@@ -138,6 +138,6 @@ extension Bench {
         return GooglePlayFigures(newPurchases: newPurchases, renewals: renewals, ingest: ingest, recorded: recorded, pushed: pushed,
                                  fetches: await fake.callCount(.subscriptionsV2Get),
                                  acknowledgements: await fake.callCount(.subscriptionsAcknowledge),
-                                 acknowledgementRate: Double(acknowledged) / drained.inSeconds)
+                                 acknowledgementRate: Double(acknowledged) / drained.timeInterval)
     }
 }

@@ -67,16 +67,16 @@ struct ImportBench {
         let progress = TerminalProgress(label: "import \(facts) facts, \(writers) writers")
         let started = ContinuousClock.now
         let summary = try await importer.importLines(NDJSONReader(handle: try FileHandle(forReadingFrom: file))) { done in
-            progress.update("\(done.lines) lines, \(Int(Double(done.imported) / (ContinuousClock.now - started).inSeconds)) facts/s")
+            progress.update("\(done.lines) lines, \(Int(Double(done.imported) / (ContinuousClock.now - started).timeInterval)) facts/s")
         }
-        let elapsed = (ContinuousClock.now - started).inSeconds
+        let elapsed = (ContinuousClock.now - started).timeInterval
         let events = try await pool.query("SELECT count(*) FROM events").first!.decode(Int.self, at: 0) - before
         progress.finish(String(format: "%.0f events/s", Double(events) / elapsed))
 
         let again = ContinuousClock.now
         let second = try await importer.importLines(NDJSONReader(handle: try FileHandle(forReadingFrom: file)))
         guard second.imported == 0 else { throw BenchFailure(description: "re-import appended \(second.imported) facts") }
-        let reimportRate = Double(second.duplicates) / (ContinuousClock.now - again).inSeconds
+        let reimportRate = Double(second.duplicates) / (ContinuousClock.now - again).timeInterval
         // After the import, so that its events do not make the import's tables larger.
         // The floor appends as the importer does (set-based).
         let setBased = EventStore(pool: pool, batchAppend: .setBased)

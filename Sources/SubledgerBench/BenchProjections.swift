@@ -109,9 +109,9 @@ struct ProjectionBench {
             let rebuildStarted = ContinuousClock.now
             let total = events
             results.rebuiltEvents = try await store.rebuildStreamwise(projection) { done in
-                rebuildProgress.update(ProjectionRebuild.progressLine(done: done, total: total, elapsed: (ContinuousClock.now - rebuildStarted).inSeconds))
+                rebuildProgress.update(ProjectionRebuild.progressLine(done: done, total: total, elapsed: (ContinuousClock.now - rebuildStarted).timeInterval))
             }
-            let rebuild = Double(results.rebuiltEvents) / (ContinuousClock.now - rebuildStarted).inSeconds
+            let rebuild = Double(results.rebuiltEvents) / (ContinuousClock.now - rebuildStarted).timeInterval
             rebuildProgress.finish(String(format: "%.0f events/s", rebuild))
 
             try await pool.query("TRUNCATE bench_upsert")
@@ -123,7 +123,7 @@ struct ProjectionBench {
                 ON CONFLICT (stream_id) DO UPDATE
                 SET events = EXCLUDED.events, last_position = EXCLUDED.last_position, last_recorded_at = EXCLUDED.last_recorded_at
                 """)
-            let ceiling = Double(results.rebuiltEvents) / (ContinuousClock.now - started).inSeconds
+            let ceiling = Double(results.rebuiltEvents) / (ContinuousClock.now - started).timeInterval
             results.rounds.append((rebuild, ceiling))
         }
         results.peakResidentMB = BenchStatistics.peakResidentMegabytes()
@@ -248,7 +248,7 @@ struct ProjectionBench {
             try await setUp(index)
             let started = ContinuousClock.now
             try await operation(index)
-            durations.append((ContinuousClock.now - started).inSeconds * 1000)
+            durations.append((ContinuousClock.now - started).timeInterval * 1000)
         }
         durations.sort()
         return (BenchStatistics.percentile(0.5, of: durations) ?? 0, BenchStatistics.percentile(0.99, of: durations) ?? 0)

@@ -49,7 +49,7 @@ struct StorageBench {
         progress.finish("imported")
         for consumer in Projections.all(store: store, catalog: catalog) {
             let display = TerminalProgress(label: "storage: rebuild \(consumer.name)")
-            _ = try await ProjectionRebuild.rebuild(consumer, store: store, chunkSize: ProjectionRebuild.defaultChunkSize, batchSize: ProjectionRebuild.defaultBatchSize) {
+            _ = try await ProjectionRebuild.rebuild(consumer, store: store) {
                 display.update("\($0) events")
             }
             display.finish("rebuilt")

@@ -1,5 +1,6 @@
 import CommandSupport
 import Foundation
+import SubledgerApp
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -213,7 +214,7 @@ extension Bench {
         }
         let elapsed = ContinuousClock.now - started
         let samples = perWriter.flatMap { $0 }.sorted()
-        let rate = Double(samples.count) / elapsed.inSeconds
+        let rate = Double(samples.count) / elapsed.timeInterval
         progress.finish(String(format: "%.0f requests/s", rate))
         func percentile(_ fraction: Double) -> Duration { BenchStatistics.percentile(fraction, of: samples) ?? .zero }
         return (HTTPFigures(rate: rate, p50: percentile(0.5), p99: percentile(0.99)), perWriter.map(\.count))

@@ -206,7 +206,7 @@ struct Import: AsyncParsableCommand {
                 }
                 reported = progress.rejected.count
                 if onTerminal {
-                    let rate = Double(progress.imported + progress.duplicates) / (ContinuousClock.now - started).inSeconds
+                    let rate = Double(progress.imported + progress.duplicates) / (ContinuousClock.now - started).timeInterval
                     FileHandle.standardError.write(Data("\(progress.lines) lines: \(progress), \(Int(rate)) facts/s".utf8))
                 }
             }

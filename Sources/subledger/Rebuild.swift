@@ -44,11 +44,11 @@ struct Rebuild: AsyncParsableCommand {
                 let display = TerminalProgress(label: "rebuilding \(consumer.name)")
                 let started = ContinuousClock.now
                 let report: @Sendable (Int) -> Void = { done in
-                    display.update(ProjectionRebuild.progressLine(done: done, total: total, elapsed: (ContinuousClock.now - started).inSeconds))
+                    display.update(ProjectionRebuild.progressLine(done: done, total: total, elapsed: (ContinuousClock.now - started).timeInterval))
                 }
                 let replayed = try await ProjectionRebuild.rebuild(consumer, store: store, chunkSize: chunkSize, batchSize: batchSize,
                                                                    progress: report)
-                let elapsed = started.duration(to: .now).inSeconds
+                let elapsed = started.duration(to: .now).timeInterval
                 display.finish(String(format: "%d events in %.1f s (%.0f events/s)", replayed, elapsed, Double(replayed) / max(elapsed, 0.001)))
             }
         }

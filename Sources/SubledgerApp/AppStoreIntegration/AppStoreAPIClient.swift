@@ -131,8 +131,7 @@ public struct AppStoreAPIClient: Sendable {
                 Self.count(call.endpoint, "rate_limited")
                 let now = Date()
                 let retryAt = Self.retryAfterDate(answer.headers.first(name: "Retry-After"), now: now)
-                    ?? now.addingTimeInterval(Double(settings.defaultRateLimitWait.components.seconds)
-                                              + Double(settings.defaultRateLimitWait.components.attoseconds) / 1e18)
+                    ?? now.addingTimeInterval(settings.defaultRateLimitWait.timeInterval)
                 let delay = Duration.milliseconds(max(0, Int64((retryAt.timeIntervalSince(now) * 1000).rounded(.up))))
                 // A longer Retry-After than the client waits is refused below;
                 // it holds the endpoint back no longer than the client would wait.

@@ -238,14 +238,4 @@ public struct ChangeDispatcher: Service {
     func backoff(afterAttempt attempt: Int) -> Duration {
         WebhookPost.backoff(afterAttempt: attempt, firstRetry: settings.firstRetry, maximum: settings.maximumBackoff)
     }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-}
-
-extension Duration {
-    var timeInterval: TimeInterval {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
 }

@@ -38,7 +38,7 @@ enum WebhookDeliveryStore {
                   AND (\(only)::text IS NULL OR w.id = \(only)))
             UPDATE webhook_deliveries d
             SET attempts = d.attempts + 1, claim_token = \(token)::uuid, first_attempt_at = coalesce(d.first_attempt_at, now()),
-                next_attempt_at = now() + make_interval(secs => \(ChangeDispatcher.seconds(lease)))
+                next_attempt_at = now() + make_interval(secs => \(lease.timeInterval))
             FROM due, webhook_endpoints w, changes c
             WHERE d.id = due.id AND w.id = d.endpoint_id AND c.id = d.change_id
             RETURNING d.id, d.endpoint_id, w.url, w.secret, d.change_id, c.body::text, d.attempts, d.first_attempt_at,
@@ -103,7 +103,7 @@ enum WebhookDeliveryStore {
         try await pool.query("""
             DELETE FROM webhook_deliveries WHERE id IN (
                 SELECT id FROM webhook_deliveries
-                WHERE status = 'sent' AND sent_at < now() - make_interval(secs => \(ChangeDispatcher.seconds(retention)))
+                WHERE status = 'sent' AND sent_at < now() - make_interval(secs => \(retention.timeInterval))
                 ORDER BY sent_at LIMIT \(limit))
             RETURNING 1
             """).count
