@@ -323,8 +323,11 @@ import Testing
             let stats = try await flow.client.get("/v1/stats", key: Keys.support)
             #expect(stats.status == .ok && stats.text.contains("pro"), "\(stats.text)")
             try await flow.dependencies.project(ChangeFeedConsumer(catalog: catalog))
-            let changes = try await flow.client.get("/v1/changes?subscriberId=ann", key: Keys.support).json["changes"]?.array ?? []
             // Every change of this Play purchase says its store: the fact's and the entitlement's.
+            let changes = try await pull(flow.client, query: "&subscriberId=ann", limit: 100,
+                                         expecting: "the purchase and the entitlement gained") { changes in
+                Set(changes.compactMap { $0["type"]?.string }).isSuperset(of: ["google_play_purchase", "entitlement_gained"])
+            }
             #expect(changes.contains { $0["type"]?.string == "google_play_purchase" && $0["store"]?.string == "google_play" }, "\(changes)")
             #expect(changes.contains { $0["type"]?.string == "entitlement_gained" && $0["store"]?.string == "google_play" }, "\(changes)")
             #expect(changes.allSatisfy { $0["store"]?.string == "google_play" }, "\(changes)")
