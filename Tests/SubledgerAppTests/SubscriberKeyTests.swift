@@ -40,38 +40,72 @@ import Testing
         let stored = try SubscriberKey(rawValue: key.rawValue)
         let sealed = try key.seal("device-1", pseudonym: Self.pseudonym)
         #expect(try stored.open(sealed, pseudonym: Self.pseudonym) == "device-1")
-        #expect(key.rawValue.count == SubscriberKey.byteCount + 1 && key.rawValue.first == 1 && key.derivesItsKeys)
+        #expect(key.rawValue.count == 2 * SubscriberKey.byteCount + 1 && key.rawValue.first == 2 && key.separatesItsKeys)
         #expect(throws: SealError.keyLength(31)) { try SubscriberKey(rawValue: Data(count: 31)) }
         #expect(throws: SealError.keyLength(33)) { try SubscriberKey(rawValue: Data([2]) + Data(count: 32)) }
+        #expect(throws: SealError.keyLength(65)) { try SubscriberKey(rawValue: Data([1]) + Data(count: 64)) }
+        #expect(throws: SealError.keyLength(64)) { try SubscriberKey(rawValue: Data([2]) + Data(count: 63)) }
         #expect(SubscriberKey.generate().rawValue != key.rawValue)
     }
 
-    /// A new key seals and digests with two keys HKDF derives from its
-    /// material, neither of them the material itself; a key stored before
-    /// derivation (32 bytes) still seals and digests with its bytes, so what
-    /// it sealed opens and its digests match as before.
-    @Test func newKeysDeriveOneKeyForSealingAndAnotherForDigests() throws {
-        let key = SubscriberKey.generate()
-        let material = key.rawValue.dropFirst()
-        let legacy = try SubscriberKey(rawValue: Data(material))
-        #expect(!legacy.derivesItsKeys)
+    /// A key of version 1 seals and digests with two keys HKDF derives from
+    /// its material, neither of them the material itself; a key stored
+    /// before derivation (32 bytes) still seals and digests with its bytes,
+    /// so what it sealed opens and its digests match as before.
+    @Test func derivedKeysSealAndDigestWithTwoKeysDerivedFromTheirMaterial() throws {
+        let material = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
+        let key = try SubscriberKey(rawValue: Data([1]) + material)
+        let legacy = try SubscriberKey(rawValue: material)
+        #expect(key.separatesItsKeys && !legacy.separatesItsKeys)
         let sealed = try key.seal("device-1", pseudonym: Self.pseudonym)
         #expect(throws: SealError.unreadable) { try legacy.open(sealed, pseudonym: Self.pseudonym) }
         #expect(key.digest(ofLedgerKey: "device:1") != legacy.digest(ofLedgerKey: "device:1"))
         // The legacy form: AES-GCM and HMAC under the stored bytes themselves.
         let raw = SymmetricKey(data: material)
         let legacySealed = try legacy.seal("device-2", pseudonym: Self.pseudonym)
-        let box = try AES.GCM.SealedBox(combined: try #require(SubscriberKey.data(base64URL: legacySealed.dropFirst(SubscriberKey.sealedPrefix.count))))
-        #expect(String(decoding: try AES.GCM.open(box, using: raw, authenticating: Data(Self.pseudonym.utf8)), as: UTF8.self) == "device-2")
-        #expect(legacy.digest(ofLedgerKey: "device:2")
-                == SubscriberKey.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data("device:2".utf8), using: raw))))
-        // The derived form: the digest key is not the material, nor the sealing key.
-        #expect(key.digest(ofLedgerKey: "device:2")
-                != SubscriberKey.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data("device:2".utf8), using: raw))))
-        #expect(throws: (any Error).self) {
-            let derivedBox = try AES.GCM.SealedBox(combined: try #require(SubscriberKey.data(base64URL: sealed.dropFirst(SubscriberKey.sealedPrefix.count))))
-            _ = try AES.GCM.open(derivedBox, using: raw, authenticating: Data(Self.pseudonym.utf8))
+        #expect(try Self.open(legacySealed, with: raw) == "device-2")
+        #expect(legacy.digest(ofLedgerKey: "device:2") == Self.digest("device:2", with: raw))
+        // The derived form: HKDF-SHA256 of the material, no salt, one info per use.
+        let prk = HKDF<SHA256>.extract(inputKeyMaterial: raw, salt: Data())
+        let sealing = HKDF<SHA256>.expand(pseudoRandomKey: prk, info: Data("subledger subscriber seal v1".utf8), outputByteCount: 32)
+        let digesting = HKDF<SHA256>.expand(pseudoRandomKey: prk, info: Data("subledger subscriber digest v1".utf8), outputByteCount: 32)
+        #expect(try Self.open(sealed, with: sealing) == "device-1")
+        #expect(key.digest(ofLedgerKey: "device:2") == Self.digest("device:2", with: digesting))
+        #expect(key.digest(ofLedgerKey: "device:2") != Self.digest("device:2", with: raw))
+        #expect(throws: (any Error).self) { try Self.open(sealed, with: raw) }
+    }
+
+    /// A key made now is its two keys as stored (version 2): the first 32
+    /// bytes after the version seal, the last 32 digest. Every form's
+    /// `separated` key seals, opens and digests as the key itself does.
+    @Test func newKeysAreTheirTwoKeysAndEveryFormSeparatesToTheSame() throws {
+        for _ in 0..<200 {
+            let key = SubscriberKey.generate()
+            let bytes = key.rawValue.dropFirst()
+            #expect(bytes.prefix(32) != bytes.suffix(32))
+            let sealed = try key.seal("device-3", pseudonym: Self.pseudonym)
+            #expect(try Self.open(sealed, with: SymmetricKey(data: bytes.prefix(32))) == "device-3")
+            #expect(key.digest(ofLedgerKey: "device:3") == Self.digest("device:3", with: SymmetricKey(data: bytes.suffix(32))))
+            #expect(key.separated.rawValue == key.rawValue)
+            let material = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
+            for form in [try SubscriberKey(rawValue: Data([1]) + material), try SubscriberKey(rawValue: material)] {
+                let separated = try SubscriberKey(rawValue: form.separated.rawValue)
+                #expect(separated.rawValue.count == 65 && separated.rawValue.first == 2)
+                #expect(try separated.open(try form.seal("device-4", pseudonym: Self.pseudonym), pseudonym: Self.pseudonym) == "device-4")
+                #expect(try form.open(try separated.seal("device-5", pseudonym: Self.pseudonym), pseudonym: Self.pseudonym) == "device-5")
+                #expect(separated.digest(ofLedgerKey: "device:6") == form.digest(ofLedgerKey: "device:6"))
+            }
         }
+    }
+
+    static func open(_ sealed: String, with key: SymmetricKey) throws -> String {
+        let combined = try #require(SubscriberKey.data(base64URL: sealed.dropFirst(SubscriberKey.sealedPrefix.count)))
+        let plain = try AES.GCM.open(try AES.GCM.SealedBox(combined: combined), using: key, authenticating: Data(pseudonym.utf8))
+        return String(decoding: plain, as: UTF8.self)
+    }
+
+    static func digest(_ ledgerKey: String, with key: SymmetricKey) -> String {
+        SubscriberKey.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data(ledgerKey.utf8), using: key)))
     }
 
     /// A sealed event as stored holds none of its personal values in any

@@ -35,6 +35,8 @@ public struct PreparedDatabase: Sendable {
             if converted > 0 { logger.notice("subscriber streams converted for erasure", metadata: ["streams.converted": "\(converted)"]) }
             // Streams named without a secret are renamed under the secret's pseudonyms (once).
             try await StreamNamingConversion.run(conninfo: prepared.conninfo, fromAnotherSecret: renamingStreams, logger: logger)
+            // Subscriber keys of version 1 are stored as their two keys (once).
+            try await SubscriberKeyConversion.run(conninfo: prepared.conninfo, logger: logger)
             // Webhook secrets stored plain by an earlier version are sealed (once).
             try await WebhookSecretSealing.sealStoredSecrets(
                 secret: configuration.secret.derivedKeyBytes(for: .webhookSecretSealing), conninfo: prepared.conninfo, logger: logger)

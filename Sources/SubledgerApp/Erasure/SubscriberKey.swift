@@ -8,20 +8,28 @@ import Ledger
 /// fields unreadable in the append-only log while every other field stays
 /// as it was (docs/decisions/0004-erasure-by-crypto-shredding.md).
 ///
-/// Two stored forms: a key made since derivation exists is a version byte
-/// (1) and 32 random bytes, from which HKDF-SHA256 derives one key for
-/// sealing and another for digests, so no key serves two algorithms; a key
-/// made before is its 32 bytes alone and serves both, as it did — what it
-/// sealed and digested must still open and match, and the log is not
-/// rewritten to change it.
+/// Three stored forms. A key made now is a version byte (2), 32 random bytes
+/// for sealing and 32 others for digests, so no key serves two algorithms
+/// and none is derived when the key is loaded. A key of version 1 is the
+/// version byte and 32 random bytes from which HKDF-SHA256 derives the two
+/// (deriving them on every load was 18–30% of a rebuild's CPU; such keys
+/// are converted to version 2 with the same two keys when the database is
+/// prepared, `SubscriberKeyConversion`). A key made before derivation
+/// existed is its 32 bytes alone and serves both, as it did. What a key
+/// sealed and digested must still open and match in every form: the log is
+/// not rewritten.
 ///
 /// `@unchecked Sendable`: `SymmetricKey` is not marked `Sendable`, but it is
 /// an immutable value (its bytes are never changed after it is made).
 public struct SubscriberKey: @unchecked Sendable {
     /// AES-256: 32 bytes of key material.
     public static let byteCount = 32
-    /// The first byte of a key stored with its derivation's version.
+    /// The first byte of a key whose two keys HKDF derives from 32 bytes.
     static let derivedVersion: UInt8 = 1
+    /// The first byte of a key stored as its two keys.
+    static let separateVersion: UInt8 = 2
+    /// The stored length of each form.
+    static let derivedCount = 1 + byteCount, separateCount = 1 + 2 * byteCount
 
     /// What a sealed value starts with. No identifier the API accepts holds a
     /// control character, so a stored value with this prefix is sealed and
@@ -32,40 +40,57 @@ public struct SubscriberKey: @unchecked Sendable {
     public let rawValue: Data
     /// Made once: every seal and open uses it.
     private let sealingKey: SymmetricKey
-    /// Made when the first idempotency-key digest needs it: reads and
-    /// rebuilds, which only open sealed fields, never do.
+    /// For a key of version 1, derived when the first idempotency-key digest
+    /// needs it: reads and rebuilds, which only open sealed fields, never do.
     private let digestKey: DigestKey
 
-    /// A fresh random key, stored with its derivation's version.
+    /// A fresh random key: its two keys, stored with their version.
     public static func generate() -> SubscriberKey {
-        var raw = Data([derivedVersion])
-        raw.append(SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) })
+        var raw = Data(capacity: separateCount)
+        raw.append(separateVersion)
+        SymmetricKey(size: SymmetricKeySize(bitCount: 2 * 8 * byteCount)).withUnsafeBytes { raw.append(contentsOf: $0) }
         return SubscriberKey(checked: raw)
     }
 
-    /// The key as stored (`rawValue`): 32 bytes (made before derivation) or
-    /// the version byte and 32 bytes; anything else is refused.
+    /// The key as stored (`rawValue`) in any of its forms; anything else is
+    /// refused.
     public init(rawValue: Data) throws(SealError) {
-        let derived = rawValue.count == Self.byteCount + 1 && rawValue.first == Self.derivedVersion
-        guard rawValue.count == Self.byteCount || derived else { throw SealError.keyLength(rawValue.count) }
+        switch (rawValue.count, rawValue.first) {
+        case (Self.byteCount, _), (Self.derivedCount, Self.derivedVersion), (Self.separateCount, Self.separateVersion): break
+        default: throw SealError.keyLength(rawValue.count)
+        }
         self.init(checked: rawValue)
     }
 
     private init(checked rawValue: Data) {
         self.rawValue = rawValue
-        guard rawValue.count == Self.byteCount + 1 else {
+        switch rawValue.count {
+        case Self.separateCount:
+            let start = rawValue.startIndex + 1
+            sealingKey = SymmetricKey(data: rawValue[start..<(start + Self.byteCount)])
+            digestKey = DigestKey(SymmetricKey(data: rawValue[(start + Self.byteCount)...]))
+        case Self.derivedCount:
+            // HKDF's extract step is the same for both keys (same material,
+            // no salt), so it runs once; each key is its own expand step.
+            let pseudoRandomKey = HKDF<SHA256>.extract(inputKeyMaterial: SymmetricKey(data: rawValue.dropFirst()), salt: Data())
+            sealingKey = HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: Data("subledger subscriber seal v1".utf8),
+                                             outputByteCount: Self.byteCount)
+            digestKey = DigestKey(deriving: Data(pseudoRandomKey))
+        default:
             sealingKey = SymmetricKey(data: rawValue)
             digestKey = DigestKey(sealingKey)
-            return
         }
-        // HKDF's extract step is the same for both keys (same material, no
-        // salt), so it runs once; each key is its own expand step. Deriving
-        // both keys in full for every subscriber loaded was 30% of a
-        // rebuild's CPU (perf, 1M events).
-        let pseudoRandomKey = HKDF<SHA256>.extract(inputKeyMaterial: SymmetricKey(data: rawValue.dropFirst()), salt: Data())
-        sealingKey = HKDF<SHA256>.expand(pseudoRandomKey: pseudoRandomKey, info: Data("subledger subscriber seal v1".utf8),
-                                         outputByteCount: Self.byteCount)
-        digestKey = DigestKey(deriving: Data(pseudoRandomKey))
+    }
+
+    /// The same key stored as its two keys (version 2): what it seals and
+    /// digests is unchanged.
+    public var separated: SubscriberKey {
+        guard rawValue.count != Self.separateCount else { return self }
+        var raw = Data(capacity: Self.separateCount)
+        raw.append(Self.separateVersion)
+        sealingKey.withUnsafeBytes { raw.append(contentsOf: $0) }
+        digestKey.value.withUnsafeBytes { raw.append(contentsOf: $0) }
+        return SubscriberKey(checked: raw)
     }
 
     /// The digest key: the sealing key itself for a key made before
@@ -96,9 +121,9 @@ public struct SubscriberKey: @unchecked Sendable {
         }
     }
 
-    /// Whether sealing and digests use keys derived apart (a key made since
-    /// derivation exists).
-    public var derivesItsKeys: Bool { rawValue.count == Self.byteCount + 1 }
+    /// Whether sealing and digests use two keys (any key made since
+    /// derivation existed).
+    public var separatesItsKeys: Bool { rawValue.count != Self.byteCount }
 
     /// `value` sealed for the stream named `pseudonym`: the prefix, then
     /// base64url of nonce, ciphertext and tag. The pseudonym is authenticated
@@ -171,7 +196,7 @@ public struct SubscriberKey: @unchecked Sendable {
 
 /// Why a personal field or a key could not be used.
 public enum SealError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A stored key that is neither 32 bytes nor the version byte and 32 bytes.
+    /// A stored key of none of the three forms.
     case keyLength(Int)
     /// A sealed value that this key does not open: another key sealed it,
     /// or it was altered.
@@ -179,7 +204,9 @@ public enum SealError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .keyLength(let count): "a subscriber key is \(SubscriberKey.byteCount) or \(SubscriberKey.byteCount + 1) bytes, not \(count)"
+        case .keyLength(let count):
+            "a subscriber key is \(SubscriberKey.byteCount) bytes, or \(SubscriberKey.derivedCount) or \(SubscriberKey.separateCount) "
+                + "starting with their version byte, not \(count)"
         case .unreadable: "a sealed personal field does not open with the subscriber's key"
         }
     }
