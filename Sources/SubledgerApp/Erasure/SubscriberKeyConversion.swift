@@ -32,11 +32,10 @@ public enum SubscriberKeyConversion {
             // to store (hex, as `decode(…, 'hex')` reads them).
             var ids: [String] = [], old: [String] = [], new: [String] = []
             for row in rows {
-                let stored = row.key
-                guard stored.count == SubscriberKey.derivedCount else { continue }
+                guard row.key.count == SubscriberKey.derivedCount else { continue }
                 ids.append(row.id)
-                let separated = try SubscriberKey(rawValue: stored).separated.rawValue
-                old.append(InstallationSecret.hex(stored, digits: 2 * stored.count))
+                let separated = try SubscriberKey(rawValue: row.key).separated.rawValue
+                old.append(InstallationSecret.hex(row.key, digits: 2 * row.key.count))
                 new.append(InstallationSecret.hex(separated, digits: 2 * separated.count))
             }
             guard !ids.isEmpty else { continue }
