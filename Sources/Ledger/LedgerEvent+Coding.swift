@@ -35,12 +35,27 @@ extension LedgerEvent {
         }
     }
 
+    /// The event as the log stores it: its schema version and data. The
+    /// transaction facts (most of a log) are records (`storedRecord`, schema
+    /// version 2); every other type is stored as `encodedData()`, at version 1.
+    public func stored() throws -> (schemaVersion: Int, data: Data) {
+        switch self {
+        case .purchased(let fact), .renewed(let fact), .restored(let fact):
+            return (LedgerEventType.recordSchemaVersion, fact.storedRecord())
+        default:
+            return (schemaVersion, try encodedData())
+        }
+    }
+
     /// Decodes a stored event. Unknown types, and versions newer than this
     /// build knows, become `.unknown` (kept, shown, ignored by the fold);
     /// a known type whose data does not decode throws.
     public static func decode(type: String, schemaVersion: Int, data: Data) throws -> LedgerEvent {
-        guard schemaVersion <= currentSchemaVersion, let known = LedgerEventType(rawValue: type) else {
+        guard let known = LedgerEventType(rawValue: type), schemaVersion <= known.newestSchemaVersion else {
             return .unknown(type: type, schemaVersion: schemaVersion, data: data)
+        }
+        if schemaVersion >= LedgerEventType.recordSchemaVersion {
+            return try data.withUnsafeBytes { try known.event(recordPayload: $0, schemaVersion: schemaVersion) }
         }
         let decoder = LedgerJSON.makeDecoder()
         func payload<T: Decodable>(_: T.Type) throws -> T {
@@ -70,6 +85,34 @@ extension LedgerEvent {
         case .erased: return .erased(try payload(SubscriberErasure.self))
         case .googlePlayPurchase: return .googlePlayPurchase(try payload(GooglePlayPurchase.self))
         case .googlePlayVoided: return .googlePlayVoided(try payload(GooglePlayVoid.self))
+        }
+    }
+}
+
+extension LedgerEventType {
+    /// The schema version of the transaction facts stored as records.
+    public static let recordSchemaVersion = 2
+
+    /// The newest schema version of the type this build reads; a newer one
+    /// decodes as `.unknown`.
+    public var newestSchemaVersion: Int {
+        switch self {
+        case .purchased, .renewed, .restored: Self.recordSchemaVersion
+        default: LedgerEvent.currentSchemaVersion
+        }
+    }
+
+    /// The event of a payload in record form (only the transaction facts
+    /// have one); a payload that is not such a record is an error.
+    func event(recordPayload payload: UnsafeRawBufferPointer, schemaVersion: Int) throws -> LedgerEvent {
+        guard let fact = StoredPayloadParser.transactionRecord(payload: payload) else {
+            throw LedgerEventDecodingError(type: rawValue, schemaVersion: schemaVersion, detail: "not a transaction record")
+        }
+        switch self {
+        case .purchased: return .purchased(fact)
+        case .renewed: return .renewed(fact)
+        case .restored: return .restored(fact)
+        default: throw LedgerEventDecodingError(type: rawValue, schemaVersion: schemaVersion, detail: "the type has no record form")
         }
     }
 }

@@ -25,7 +25,7 @@ public enum LedgerEventType: String, Sendable, Hashable, CaseIterable {
     case googlePlayVoided = "google_play_voided"
 }
 
-/// A fact in a subscriber's stream. All known types are at schema version 1.
+/// A fact in a subscriber's stream (its stored forms: `stored()`).
 /// Types this build does not know decode as `.unknown` and are ignored by
 /// the fold.
 public enum LedgerEvent: Sendable, Hashable {
@@ -56,7 +56,9 @@ public enum LedgerEvent: Sendable, Hashable {
     case googlePlayVoided(GooglePlayVoid)
     case unknown(type: String, schemaVersion: Int, data: Data)
 
-    /// The current schema version of every known type.
+    /// The schema version of every known type's JSON object (`encodedData`,
+    /// what the API shows). The log stores the transaction facts as records,
+    /// at version 2 (`stored()`).
     public static let currentSchemaVersion = 1
 
     /// The event's type; nil for `.unknown`.

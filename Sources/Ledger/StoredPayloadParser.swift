@@ -25,8 +25,11 @@ extension LedgerEvent {
     /// `data`: the payload as `Data` when the caller has it (the fallbacks then copy nothing).
     private static func decodeFast(type: String, schemaVersion: Int, payload: UnsafeRawBufferPointer, data: Data?) throws
         -> LedgerEvent {
-        guard schemaVersion <= currentSchemaVersion, let known = LedgerEventType(rawValue: type) else {
+        guard let known = LedgerEventType(rawValue: type), schemaVersion <= known.newestSchemaVersion else {
             return .unknown(type: type, schemaVersion: schemaVersion, data: data ?? Data(payload))
+        }
+        if schemaVersion >= LedgerEventType.recordSchemaVersion {
+            return try known.event(recordPayload: payload, schemaVersion: schemaVersion)
         }
         if let event = StoredPayloadParser.event(known, payload: payload) { return event }
         return try decode(type: type, schemaVersion: schemaVersion, data: data ?? Data(payload))
@@ -58,6 +61,23 @@ struct StoredPayloadParser {
         // Only whitespace may follow the object.
         parser.skipWhitespace()
         return parser.index == parser.bytes.count ? event : nil
+    }
+
+    /// The transaction fact of a payload in record form (schema version 2,
+    /// `TransactionFact.storedRecord`): one JSON string; nil for anything else.
+    static func transactionRecord(payload: UnsafeRawBufferPointer) -> TransactionFact? {
+        var parser = StoredPayloadParser(payload.bindMemory(to: UInt8.self))
+        parser.skipWhitespace()
+        let fact: TransactionFact?
+        if let plain = parser.plainString() {
+            fact = TransactionFact.reading(record: plain.bytes)
+        } else if var text = parser.escapedString() {
+            fact = text.withUTF8 { TransactionFact.reading(record: $0) }
+        } else {
+            return nil
+        }
+        parser.skipWhitespace()
+        return parser.index == parser.bytes.count ? fact : nil
     }
 
     private mutating func event(_ type: LedgerEventType) -> LedgerEvent? {

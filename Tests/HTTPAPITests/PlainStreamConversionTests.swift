@@ -74,10 +74,11 @@ import Testing
                     let recorded = RecordedLedgerEvent(position: event.position, recordedAt: event.recordedAt,
                                                        event: try key.openingPersonalFields(of: decoded, pseudonym: pseudonym))
                     let opened = try await SubscriberStreams.resolvingCounterparts([recorded], on: connection)[0].event
-                    let data = decoded.hasPersonalFields ? String(decoding: try opened.encodedData(), as: UTF8.self)
-                        : String(decoding: event.data, as: UTF8.self)
+                    // Every event as a JSON object at version 1, as builds before the records wrote them.
+                    let data = String(decoding: try opened.encodedData(), as: UTF8.self)
                     try await connection.query("""
                         UPDATE events SET stream_id = \("subscriber-" + subscriberID), data = \(data)::jsonb,
+                                          schema_version = \(opened.schemaVersion),
                                           idempotency_key = \(opened.idempotencyKey.map { subscriberID + "\u{1F}" + $0 })
                         WHERE position = \(event.position)
                         """)

@@ -129,7 +129,7 @@ struct PropertyTests {
             all.append(index % 2 == 0 ? .reminderSent(delivery) : .reminderFailed(delivery))
         }
         all.append(.unknown(type: "gift_received", schemaVersion: 1, data: Data(#"{"a":1}"#.utf8)))
-        all.append(.unknown(type: "purchased", schemaVersion: 2, data: Data(#"{"new":"shape"}"#.utf8)))
+        all.append(.unknown(type: "purchased", schemaVersion: 3, data: Data(#"{"new":"shape"}"#.utf8)))
         let types = Set(all.map(\.type))
         #expect(types.isSuperset(of: ["purchased", "renewed", "restored", "refunded", "expired", "auto_renew_changed", "billing_issue",
                                       "transferred_in", "transferred_out", "device_seen", "reminder_sent", "reminder_failed"]))

@@ -52,7 +52,7 @@ struct StoredPayloadParserTests {
     @Test func unknownTypesAndVersionsAreKeptAsTheReferenceKeepsThem() throws {
         let payloads = [Data(#"{"a":1}"#.utf8), Data("not json".utf8), Data(), Data([0xFF, 0x00])]
         for data in payloads {
-            for (type, version) in [("gift_received", 1), ("purchased", 2), ("purchased", 99), ("", 1)] {
+            for (type, version) in [("gift_received", 1), ("purchased", 3), ("refunded", 2), ("purchased", 99), ("", 1)] {
                 let fast = try LedgerEvent.decodeFast(type: type, schemaVersion: version, data: data)
                 #expect(fast == (try LedgerEvent.decode(type: type, schemaVersion: version, data: data)))
                 #expect(fast == .unknown(type: type, schemaVersion: version, data: data))

@@ -60,26 +60,28 @@ public enum PlainStreamConversion {
         struct Row: Encodable {
             var position: Int64
             var data: String
+            var schema_version: Int
             var idempotency_key: String?
         }
         var rows: [Row] = []
         let scope = subscriberID + "\u{1F}"
         for event in try await EventStore.readStream(streamID, on: connection) {
-            var data = event.data
+            var (version, data) = (event.schemaVersion, event.data)
             // A type this build does not know has no personal fields it knows of: kept as stored.
             if let decoded = try? LedgerEvent.decodeFast(type: event.type, schemaVersion: event.schemaVersion, data: event.data),
                decoded.hasPersonalFields {
-                data = try key.sealingPersonalFields(of: SubscriberStreams.namingCounterpartByPseudonym(decoded, in: subscriberID),
-                                                     pseudonym: pseudonym).encodedData()
+                (version, data) = try key.sealingPersonalFields(of: SubscriberStreams.namingCounterpartByPseudonym(decoded, in: subscriberID),
+                                                                pseudonym: pseudonym).stored()
             }
             let ledgerKey = event.idempotencyKey.map { $0.hasPrefix(scope) ? String($0.dropFirst(scope.count)) : $0 }
-            rows.append(Row(position: event.position, data: String(decoding: data, as: UTF8.self),
+            rows.append(Row(position: event.position, data: String(decoding: data, as: UTF8.self), schema_version: version,
                             idempotency_key: ledgerKey.map { SubscriberStreams.storeKey(key: key, ledgerKey: $0) }))
         }
         let values = PostgresJSON(data: try JSONEncoder().encode(rows))
         try await connection.query("""
-            UPDATE events AS e SET stream_id = \(converted), data = x.data::jsonb, idempotency_key = x.idempotency_key
-            FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, idempotency_key text)
+            UPDATE events AS e SET stream_id = \(converted), data = x.data::jsonb, schema_version = x.schema_version,
+                idempotency_key = x.idempotency_key
+            FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, schema_version integer, idempotency_key text)
             WHERE e.position = x.position
             """)
         try await connection.query("UPDATE streams SET stream_id = \(converted) WHERE stream_id = \(streamID)")

@@ -142,16 +142,17 @@ public enum StreamNamingConversion {
         struct Row: Encodable {
             var position: Int64
             var data: String
+            var schema_version: Int
         }
         let rows = try opened.map { position, open in
-            Row(position: position, data: String(
-                decoding: try key.sealingPersonalFields(of: open.renamingCounterpart(renamedParties), pseudonym: new).encodedData(), as: UTF8.self))
+            let stored = try key.sealingPersonalFields(of: open.renamingCounterpart(renamedParties), pseudonym: new).stored()
+            return Row(position: position, data: String(decoding: stored.data, as: UTF8.self), schema_version: stored.schemaVersion)
         }
         let values = PostgresJSON(data: try JSONEncoder().encode(rows))
         try await connection.query("UPDATE events SET stream_id = \(newStream) WHERE stream_id = \(oldStream)")
         try await connection.query("""
-            UPDATE events AS e SET data = x.data::jsonb
-            FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text)
+            UPDATE events AS e SET data = x.data::jsonb, schema_version = x.schema_version
+            FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, schema_version integer)
             WHERE e.position = x.position
             """)
         try await connection.query("UPDATE streams SET stream_id = \(newStream) WHERE stream_id = \(oldStream)")

@@ -26,9 +26,10 @@ public struct TimelineEntry: Sendable, Encodable {
         // kind of value in turn, a 10,000-event history spent half its
         // time here.
         // Personal fields as the subscriber's backend knows them: the
-        // opened event's, not the sealed stored form.
-        let opened = event.event.hasPersonalFields ? try? event.event.encodedData() : nil
-        data = JSONValue(json: opened ?? stored.data) ?? .null
+        // opened event's, not the sealed stored form; and a transaction
+        // stored as a record (schema version 2) as its JSON object.
+        let shown = event.event.hasPersonalFields || !stored.holdsPublicForm ? try? event.event.encodedData() : nil
+        data = JSONValue(json: shown ?? stored.data) ?? .null
         source = stored.metadata.source ?? event.event.source
         summary = event.event.summary
     }

@@ -54,7 +54,8 @@ public enum SubscriberStreams {
             ? try key.sealingPersonalFields(of: namingCounterpartByPseudonym(event, in: subscriberID), pseudonym: pseudonym) : event
         // The source goes to the metadata only when the event does not hold
         // it: written twice, it was 20 of the 556 bytes of a stored event.
-        return NewEvent(type: event.type, schemaVersion: event.schemaVersion, data: try sealed.encodedData(),
+        let stored = try sealed.stored()
+        return NewEvent(type: event.type, schemaVersion: stored.schemaVersion, data: stored.data,
                         metadata: EventMetadata(source: event.source == nil ? source : nil),
                         idempotencyKey: event.idempotencyKey.map { storeKey(key: key, ledgerKey: $0) })
     }
@@ -245,4 +246,12 @@ extension LedgerEvent {
             return self
         }
     }
+}
+
+extension RecordedEvent {
+    /// Whether the stored data is the JSON the API shows: at schema version
+    /// 1 every type is stored as its JSON object; the transaction facts are
+    /// stored as records from version 2 (`LedgerEvent.stored()`), and an
+    /// unknown newer version's data is shown as it is stored either way.
+    var holdsPublicForm: Bool { schemaVersion < LedgerEventType.recordSchemaVersion }
 }
