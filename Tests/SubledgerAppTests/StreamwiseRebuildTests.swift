@@ -96,11 +96,14 @@ struct StreamwiseRebuildTests {
         try await dependencies.project(projection)
         let live = try await dependencies.readModelRows()
         #expect(!live.isEmpty)
-        // The last purchase of the log: its payload keeps its keys but not their types.
-        try await dependencies.pool.query("""
-            UPDATE events SET data = jsonb_set(data, '{purchaseDate}', '12')
-            WHERE position = (SELECT max(position) FROM events WHERE type = 'purchased')
+        // The last purchase of the log (a record, schema version 2): its
+        // fields stay, but its purchase instant is no number.
+        let damaged = try await dependencies.pool.query("""
+            UPDATE events SET data = to_jsonb(regexp_replace(data #>> '{}', 'b13:[0-9]{13}', 'b13:not-a-number!'))
+            WHERE position = (SELECT max(position) FROM events WHERE type = 'purchased' AND schema_version = 2)
+            RETURNING data #>> '{}'
             """)
+        #expect(try damaged.first?.decode(String.self, at: 0).contains("b13:not-a-number!") == true)
         for _ in 0..<2 {
             await #expect(throws: LedgerEventDecodingError.self) {
                 try await dependencies.store.rebuildStreamwise(projection, chunkSize: chunkSize)
