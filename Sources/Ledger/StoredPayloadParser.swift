@@ -80,6 +80,14 @@ struct StoredPayloadParser {
         return parser.index == parser.bytes.count ? fact : nil
     }
 
+    /// An integer written plainly (`integer()`) that is the whole of
+    /// `bytes`: a value of a transaction record.
+    static func wholeInteger(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        var parser = StoredPayloadParser(bytes)
+        guard let value = parser.integer(), parser.index == bytes.count else { return nil }
+        return value
+    }
+
     private mutating func event(_ type: LedgerEventType) -> LedgerEvent? {
         switch type {
         case .purchased: transactionFact().map(LedgerEvent.purchased)

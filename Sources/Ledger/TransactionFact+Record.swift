@@ -107,7 +107,7 @@ extension TransactionFact {
 
 /// The fields of a transaction record and their codes. The codes are stored:
 /// never change or reuse one.
-enum RecordField: UInt8, CaseIterable {
+enum RecordField: UInt8 {
     case transactionID = 0x69 // i
     case originalTransactionID = 0x6F // o
     case productID = 0x70 // p
@@ -184,25 +184,9 @@ private struct RecordReader {
             bytes.allSatisfy { $0 < 0x80 } ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
         }
 
-        /// A plain decimal integer (`-12`, `0`; no leading zero, `-0` or `+`) within `Int`.
-        var integer: Int? {
-            var position = 0
-            let isNegative = !bytes.isEmpty && bytes[0] == UInt8(ascii: "-")
-            if isNegative { position = 1 }
-            let digits = bytes.count - position
-            guard digits > 0, digits <= 19, bytes[position] != UInt8(ascii: "0") || (digits == 1 && !isNegative) else { return nil }
-            var value = 0
-            while position < bytes.count {
-                let byte = bytes[position]
-                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-                let (times10, overflow) = value.multipliedReportingOverflow(by: 10)
-                let (sum, overflowAgain) = times10.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
-                guard !overflow, !overflowAgain else { return nil }
-                value = sum
-                position += 1
-            }
-            return isNegative ? -value : value
-        }
+        /// A plain decimal integer (`-12`, `0`; no leading zero, `-0` or `+`)
+        /// within `Int`, read as the JSON payloads' integers are.
+        var integer: Int? { StoredPayloadParser.wholeInteger(bytes) }
 
         /// Milliseconds since 1970 within the instants an RFC 3339 date-time
         /// of a four-digit year can say, as the object form's dates are.

@@ -58,11 +58,9 @@ public struct ChangeFeedConsumer: EventConsumer {
                 }
                 let stored = raw[event.position]
                 // A change carries the event's data as the subscriber's
-                // backend knows it: personal fields opened, not sealed, and
-                // a transaction stored as a record as its JSON object.
-                let data = event.event.hasPersonalFields || stored?.holdsPublicForm != true ? nil : stored?.data
+                // backend knows it (`shownData`).
                 fold.apply(event, version: version, type: stored?.type ?? event.event.type,
-                           data: try data ?? event.event.encodedData())
+                           data: try stored?.shownData(of: event.event) ?? event.event.encodedData())
             }
             folds.append(fold)
         }

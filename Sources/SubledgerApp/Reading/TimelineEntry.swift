@@ -25,11 +25,9 @@ public struct TimelineEntry: Sendable, Encodable {
         // The hand-written parser: through `JSONDecoder`, which tries each
         // kind of value in turn, a 10,000-event history spent half its
         // time here.
-        // Personal fields as the subscriber's backend knows them: the
-        // opened event's, not the sealed stored form; and a transaction
-        // stored as a record (schema version 2) as its JSON object.
-        let shown = event.event.hasPersonalFields || !stored.holdsPublicForm ? try? event.event.encodedData() : nil
-        data = JSONValue(json: shown ?? stored.data) ?? .null
+        // As the subscriber's backend knows it (`shownData`): personal
+        // fields opened, a transaction stored as a record as its object.
+        data = JSONValue(json: (try? stored.shownData(of: event.event)) ?? stored.data) ?? .null
         source = stored.metadata.source ?? event.event.source
         summary = event.event.summary
     }

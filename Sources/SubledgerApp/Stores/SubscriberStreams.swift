@@ -249,9 +249,14 @@ extension LedgerEvent {
 }
 
 extension RecordedEvent {
-    /// Whether the stored data is the JSON the API shows: at schema version
-    /// 1 every type is stored as its JSON object; the transaction facts are
-    /// stored as records from version 2 (`LedgerEvent.stored()`), and an
-    /// unknown newer version's data is shown as it is stored either way.
-    var holdsPublicForm: Bool { schemaVersion < LedgerEventType.recordSchemaVersion }
+    /// The data of `event` (this stored event, decoded) as the API shows it:
+    /// the stored data itself when that is the event's JSON object, else the
+    /// object encoded again. Personal fields are sealed in what is stored and
+    /// shown opened; and at schema version 1 every type is stored as its
+    /// object, while the transaction facts are stored as records from version
+    /// 2 (`LedgerEvent.stored()`). An unknown newer version's data is shown as
+    /// stored either way (`encodedData()` of `.unknown` is that data).
+    func shownData(of event: LedgerEvent) throws -> Data {
+        event.hasPersonalFields || schemaVersion >= LedgerEventType.recordSchemaVersion ? try event.encodedData() : data
+    }
 }
