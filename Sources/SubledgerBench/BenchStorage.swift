@@ -27,6 +27,8 @@ struct StorageBench {
     struct Results {
         var events: Int
         var tables: [Table]
+        /// Each index's size, by table then size, largest first.
+        var indexes: [(table: String, name: String, bytes: Int64)]
         /// Average `pg_column_size` of each column of `events`.
         var columns: [(name: String, bytes: Double)]
         var total: Int64 { tables.reduce(0) { $0 + $1.total } }
@@ -63,6 +65,12 @@ struct StorageBench {
             WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
             ORDER BY pg_total_relation_size(c.oid) DESC
             """).map { Table(name: try $0.decode(String.self, at: 0), heap: try $0.decode(Int64.self, at: 1), indexes: try $0.decode(Int64.self, at: 2)) }
+        let indexes = try await pool.query("""
+            SELECT t.relname, i.relname, pg_relation_size(i.oid) FROM pg_index x
+            JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            WHERE n.nspname = current_schema() ORDER BY pg_relation_size(i.oid) DESC
+            """).map { (table: try $0.decode(String.self, at: 0), name: try $0.decode(String.self, at: 1), bytes: try $0.decode(Int64.self, at: 2)) }
         let names = ["stream_id", "event_id", "type", "data", "metadata", "idempotency_key", "transaction_id", "recorded_at"]
         let averages = try await pool.query("""
             SELECT \(unsafeRaw: names.map { "avg(pg_column_size(\($0)))::float8" }.joined(separator: ", ")),
@@ -71,7 +79,7 @@ struct StorageBench {
         var columns: [(name: String, bytes: Double)] = []
         for (index, name) in names.enumerated() { columns.append((name, try averages.decode(Double?.self, at: index) ?? 0)) }
         columns.append(("whole row", try averages.decode(Double?.self, at: names.count) ?? 0))
-        return Results(events: events, tables: tables, columns: columns)
+        return Results(events: events, tables: tables, indexes: indexes, columns: columns)
     }
 }
 
@@ -87,6 +95,12 @@ extension Bench {
             print(padded(table.name, 36) + padded(String(format: "%.1f", Double(table.heap) / 1_048_576), 10, left: true)
                   + padded(String(format: "%.1f", Double(table.indexes) / 1_048_576), 10, left: true)
                   + padded(String(format: "%.0f", Double(table.total) / Double(max(results.events, 1))), 13, left: true))
+        }
+        print("")
+        print(padded("index", 46) + padded("MB", 10, left: true) + padded("bytes/event", 13, left: true))
+        for index in results.indexes where index.bytes * 200 >= results.total {
+            print(padded(index.name, 46) + padded(String(format: "%.1f", Double(index.bytes) / 1_048_576), 10, left: true)
+                  + padded(String(format: "%.0f", Double(index.bytes) / Double(max(results.events, 1))), 13, left: true))
         }
         print(String(format: "all tables and indexes: %.1f MB for %d events, %.0f bytes per event",
                      Double(results.total) / 1_048_576, results.events, results.bytesPerEvent))
