@@ -161,10 +161,15 @@ public struct EventStore: Sendable {
 
     // MARK: Read
 
+    /// What a `RecordedEvent` is read from (`decode`): an event names its
+    /// stream by number (sql/0039), and the stream's id is its row's.
     static let columns = """
-        position, stream_id, stream_version, event_id, type, schema_version, data, metadata,
-        idempotency_key, transaction_id, recorded_at
+        e.position, s.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, e.data, e.metadata,
+        e.idempotency_key, e.transaction_id, e.recorded_at
         """
+
+    /// The tables `columns` are read from, `e` the event and `s` its stream.
+    static let source = "events e JOIN streams s ON s.number = e.stream_number"
 
     /// A stream's events after `version` (0: from the start), in version order.
     public func readStream(_ streamID: String, after version: Int64 = 0) async throws -> [RecordedEvent] {
@@ -178,9 +183,9 @@ public struct EventStore: Sendable {
     /// The same on a connection the caller holds (a transaction of its own).
     public static func readStream(_ streamID: String, after version: Int64 = 0, on connection: Connection) async throws -> [RecordedEvent] {
         let rows = try await connection.query("""
-            SELECT \(unsafeRaw: Self.columns) FROM events
-            WHERE stream_id = \(streamID) AND stream_version > \(version)
-            ORDER BY stream_version
+            SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.source)
+            WHERE s.stream_id = \(streamID) AND e.stream_version > \(version)
+            ORDER BY e.stream_version
             """)
         return try rows.map(Self.decode)
     }
@@ -204,10 +209,10 @@ public struct EventStore: Sendable {
     /// one leaves no rows and stops holding the line once it ends.
     public func readCommitted(after checkpoint: Checkpoint, limit: Int, on connection: Connection) async throws -> [RecordedEvent] {
         let rows = try await connection.query("""
-            SELECT \(unsafeRaw: Self.columns) FROM events
-            WHERE (transaction_id, position) > (\(String(checkpoint.transactionID))::xid8, \(checkpoint.position))
-              AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-            ORDER BY transaction_id, position
+            SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.source)
+            WHERE (e.transaction_id, e.position) > (\(String(checkpoint.transactionID))::xid8, \(checkpoint.position))
+              AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+            ORDER BY e.transaction_id, e.position
             LIMIT \(limit)
             """)
         return try rows.map(Self.decode)
@@ -219,7 +224,7 @@ public struct EventStore: Sendable {
 
     /// The event stored under an idempotency key, if any.
     public func event(withIdempotencyKey key: String) async throws -> RecordedEvent? {
-        let rows = try await pool.query("SELECT \(unsafeRaw: Self.columns) FROM events WHERE idempotency_key = \(key)")
+        let rows = try await pool.query("SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.source) WHERE e.idempotency_key = \(key)")
         return try rows.first.map(Self.decode)
     }
 

@@ -23,8 +23,8 @@ extension EventStore {
     public func replayParked(_ consumer: some EventConsumer, position: Int64) async throws -> ParkedReplay {
         try await pool.withConnection { connection in
             let rows = try await connection.query("""
-                SELECT \(unsafeRaw: Self.columns) FROM events
-                WHERE position = \(position)
+                SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.source)
+                WHERE e.position = \(position)
                   AND EXISTS (SELECT 1 FROM consumer_parked_events p WHERE p.consumer = \(consumer.name) AND p.position = \(position))
                 """)
             guard let event = try rows.first.map(Self.decode) else { return .notParked }

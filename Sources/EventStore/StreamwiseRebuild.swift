@@ -132,10 +132,11 @@ struct StreamCursor<Event: Sendable> {
         let through = through ?? range.through
         // Binary: the integers and timestamps cost neither side any formatting.
         var page = try await connection.query("""
-            SELECT position, stream_id, stream_version, type, schema_version, data::text, recorded_at FROM events
-            WHERE starts_with(stream_id, \(range.prefix)) AND stream_id > \(after)
-              AND (\(through)::text IS NULL OR stream_id <= \(through))
-            ORDER BY stream_id, stream_version \(unsafeRaw: limit)
+            SELECT e.position, s.stream_id, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
+            FROM streams s JOIN events e ON e.stream_number = s.number
+            WHERE starts_with(s.stream_id, \(range.prefix)) AND s.stream_id > \(after)
+              AND (\(through)::text IS NULL OR s.stream_id <= \(through))
+            ORDER BY s.stream_id, e.stream_version \(unsafeRaw: limit)
             """, into: Page(decode: decode), binaryResults: true) { page, row throws(PostgresError) in
             try page.add(row)
         }

@@ -3,7 +3,7 @@ import Foundation
 /// A statement and its bind values. Every interpolated value becomes a `$n`
 /// parameter; raw SQL must be spelled `unsafeRaw:` so it stands out in review.
 ///
-///     let rows = try await connection.query("select * from events where stream_id = \(stream)")
+///     let rows = try await connection.query("select * from streams where stream_id = \(stream)")
 public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation {
     public var sql: String
     /// Parameters in text format; `nil` is SQL NULL. A value is sent whole,

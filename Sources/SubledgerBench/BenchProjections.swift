@@ -91,7 +91,7 @@ struct ProjectionBench {
             let before = connection.roundTrips
             let handled = try await store.processBatch(projection, limit: 10_000, on: connection)
             let touched = try await connection.query("""
-                SELECT count(DISTINCT stream_id) FROM (SELECT stream_id FROM events ORDER BY position LIMIT \(handled)) AS batch
+                SELECT count(DISTINCT stream_number) FROM (SELECT stream_number FROM events ORDER BY position LIMIT \(handled)) AS batch
                 """).first?.decode(Int.self, at: 0)
             return (handled, touched ?? 0, connection.roundTrips - before - 1)
         }
@@ -118,8 +118,11 @@ struct ProjectionBench {
             let started = ContinuousClock.now
             try await pool.query("""
                 INSERT INTO bench_upsert (stream_id, events, last_position, last_recorded_at)
-                SELECT stream_id, count(*), max(position), max(recorded_at) FROM events
-                WHERE starts_with(stream_id, 'subscriber-') GROUP BY stream_id
+                SELECT s.stream_id, g.events, g.last_position, g.last_recorded_at
+                FROM (SELECT stream_number, count(*) AS events, max(position) AS last_position, max(recorded_at) AS last_recorded_at
+                      FROM events GROUP BY stream_number) g
+                JOIN streams s ON s.number = g.stream_number
+                WHERE starts_with(s.stream_id, 'subscriber-')
                 ON CONFLICT (stream_id) DO UPDATE
                 SET events = EXCLUDED.events, last_position = EXCLUDED.last_position, last_recorded_at = EXCLUDED.last_recorded_at
                 """)

@@ -148,6 +148,23 @@ struct AppendTests {
         #expect(try total.first?.decode(Int.self, at: 0) == 1)
     }
 
+    /// A key given twice in one batch, in two streams, is stored once: the
+    /// later copy is answered with the first copy's stream and position
+    /// (events name their stream by number; the answer names it by id).
+    @Test(arguments: BatchAppend.both)
+    func aKeyTwiceInOneBatchAnswersWithTheFirstCopysStream(_ mode: BatchAppend) async throws {
+        let (store, _) = try await makeStore(batchAppend: mode)
+        let results = try await store.append([
+            StreamAppend(streamID: "first", events: [event(value: 1, key: "shared")]),
+            StreamAppend(streamID: "second", events: [event(value: 2, key: "shared"), event(value: 3, key: "own")]),
+        ])
+        let first = results[0].outcomes[0], copy = results[1].outcomes[0], own = results[1].outcomes[1]
+        #expect(!first.isDuplicate && first.storedStreamID == "first")
+        #expect(copy == AppendOutcome(position: first.position, streamVersion: 1, isDuplicate: true, storedStreamID: "first"))
+        #expect(!own.isDuplicate && own.storedStreamID == "second" && own.streamVersion == 1)
+        #expect(try await store.readStream("second").map(\.idempotencyKey) == ["own"])
+    }
+
     @Test(arguments: BatchAppend.both)
     func badDataIsRefusedAndStoresNothing(_ mode: BatchAppend) async throws {
         let (store, _) = try await makeStore(batchAppend: mode)

@@ -11,10 +11,12 @@ struct CommitHorizonTests {
         let (store, _) = try await makeStore(poolSize: 2)
         defer { Task { await store.pool.close() } }
         // Ids of transactions long finished in any cluster (normal ids start at 3).
+        let stream = try await store.pool.query("INSERT INTO streams (stream_id, version) VALUES ('horizon', 3) RETURNING number")
+            .first!.decode(Int64.self, at: 0)
         for (version, transactionID) in [(1, "9"), (2, "10"), (3, "8")] {
             try await store.pool.query("""
-                INSERT INTO events (stream_id, stream_version, event_id, type, data, transaction_id)
-                VALUES ('horizon', \(version), \(UUID()), 'happened', '{}', \(transactionID)::xid8)
+                INSERT INTO events (stream_number, stream_version, event_id, type, data, transaction_id)
+                VALUES (\(stream), \(version), \(UUID()), 'happened', '{}', \(transactionID)::xid8)
                 """)
         }
         let last = try await store.pool.query("SELECT position FROM events WHERE transaction_id = '10'::xid8")

@@ -143,7 +143,7 @@ struct ErasureDeliveryTests {
                 _ = try await erasure.value
                 #expect(await receiver.requests.count == 1)
                 let types = try await fixture.dependencies.pool.query("""
-                    SELECT type FROM events WHERE stream_id = \(SubscriberStreams.streamID(for: id)) ORDER BY stream_version
+                    SELECT type FROM events WHERE stream_number = (SELECT number FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: id))) ORDER BY stream_version
                     """).map { try $0.decode(String.self, at: 0) }
                 #expect(types.suffix(2) == ["reminder_sent", "erased"], "\(types)")
                 try await fixture.dependencies.pool.query("UPDATE webhook_deliveries SET next_attempt_at = now()")

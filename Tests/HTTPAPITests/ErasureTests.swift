@@ -189,7 +189,7 @@ import Testing
                                             signedDate: "2025-03-02T12:00:00Z")
             #expect(late.json["status"]?.string == "rejected", "\(late.text)")
             #expect(late.json["subscriberId"] == nil || late.json["subscriberId"] == .null)
-            #expect(try await dependencies.pool.query("SELECT 1 FROM events WHERE stream_id = \(SubscriberStreams.streamID(for: erased)) AND type <> 'erased' AND position > \(erasure.json["position"]?.int ?? 0)").isEmpty,
+            #expect(try await dependencies.pool.query("SELECT 1 FROM events WHERE stream_number = (SELECT number FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: erased))) AND type <> 'erased' AND position > \(erasure.json["position"]?.int ?? 0)").isEmpty,
                     "nothing is recorded after the erased event")
             try await projectAll()
             let notifications = try await client.get("/v1/appstore/notifications?limit=200", key: Keys.support).json
@@ -247,7 +247,7 @@ import Testing
                 #expect(statuses.filter { $0 >= 1000 } == [1200], "round \(round): \(statuses)")
                 #expect(statuses.filter { $0 < 1000 }.allSatisfy { $0 == 201 || $0 == 410 }, "round \(round): \(statuses)")
                 let events = try await dependencies.pool.query("""
-                    SELECT type FROM events WHERE stream_id = \(SubscriberStreams.streamID(for: id)) ORDER BY stream_version
+                    SELECT type FROM events WHERE stream_number = (SELECT number FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: id))) ORDER BY stream_version
                     """).map { try $0.decode(String.self, at: 0) }
                 #expect(events.last == "erased", "round \(round): \(events)")
                 #expect(events.count == 1 + statuses.filter { $0 == 201 }.count + 1, "round \(round): every 201 is stored, before the erasure")

@@ -40,7 +40,7 @@ import Testing
             #expect(try await reads() == before)
             #expect(try await logPositions(dependencies) == positions,
                     "positions, versions and event ids stay")
-            let log = try await dependencies.pool.query("SELECT stream_id || ' ' || data::text || ' ' || coalesce(idempotency_key, '') FROM events")
+            let log = try await dependencies.pool.query("SELECT s.stream_id || ' ' || e.data::text || ' ' || coalesce(e.idempotency_key, '') FROM events e JOIN streams s ON s.number = e.stream_number")
                 .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
             for subscriber in subscribers {
                 #expect(PersonalDataScan(subscriber).matches(in: log).isEmpty, "\(subscriber) is still readable in the log")
@@ -77,7 +77,7 @@ import Testing
                     // Every event as a JSON object at version 1, as builds before the records wrote them.
                     let data = String(decoding: try opened.encodedData(), as: UTF8.self)
                     try await connection.query("""
-                        UPDATE events SET stream_id = \("subscriber-" + subscriberID), data = \(data)::jsonb,
+                        UPDATE events SET data = \(data)::jsonb,
                                           schema_version = \(opened.schemaVersion),
                                           idempotency_key = \(opened.idempotencyKey.map { subscriberID + "\u{1F}" + $0 })
                         WHERE position = \(event.position)

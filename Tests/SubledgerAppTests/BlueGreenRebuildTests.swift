@@ -124,7 +124,7 @@ struct BlueGreenRebuildTests {
                 try await holder.query("COMMIT")
             })
         }
-        let rows = try await dependencies.pool.query("SELECT count(*) FROM events WHERE starts_with(stream_id, 'subscriber-')")
+        let rows = try await dependencies.pool.query("SELECT count(*) FROM events e JOIN streams s ON s.number = e.stream_number WHERE starts_with(s.stream_id, 'subscriber-')")
         let events = try rows.first?.decode(Int.self, at: 0)
         #expect(handled == events, "each event folded or caught up once")
         #expect(try await dependencies.readModelRows() == (try await dependencies.foldedReadModelRows()))

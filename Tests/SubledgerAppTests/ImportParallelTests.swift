@@ -87,7 +87,8 @@ struct ImportParallelTests {
         let summary = try await Self.importer(dependencies, writers: 3, batchSize: 16, chunkSize: 100).importLines(Self.lines(text))
         #expect(summary.imported == 480)
         let rows = try await dependencies.pool.query("""
-            SELECT stream_id, type, schema_version, data::text FROM events ORDER BY stream_id, stream_version
+            SELECT s.stream_id, e.type, e.schema_version, e.data::text FROM events e JOIN streams s ON s.number = e.stream_number
+            ORDER BY s.stream_id, e.stream_version
             """)
         var byStream = [String: [String]]()
         for row in rows {
@@ -103,7 +104,7 @@ struct ImportParallelTests {
             #expect(byStream[SubscriberStreams.streamID(for: "o\(subscriber)")] == (0..<12).map { "o\(subscriber)-\($0)" })
         }
         let misordered = try await dependencies.pool.query("""
-            SELECT count(*) FROM (SELECT position < lag(position) OVER (PARTITION BY stream_id ORDER BY stream_version) AS back
+            SELECT count(*) FROM (SELECT position < lag(position) OVER (PARTITION BY stream_number ORDER BY stream_version) AS back
                                   FROM events) e WHERE back
             """)
         #expect(try misordered.first!.decode(Int.self, at: 0) == 0)

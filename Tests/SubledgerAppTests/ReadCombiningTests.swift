@@ -116,7 +116,7 @@ struct ReadCombiningTests {
         var expected = [String: SubscriberState]()
         for index in 0..<20 where index != 9 { expected["s\(index)"] = try await reader.state(of: "s\(index)") }
         try await dependencies.pool.query("""
-            UPDATE events SET data = '{"transactionId": 17}'::jsonb WHERE stream_id = \(SubscriberStreams.streamID(for: "s9"))
+            UPDATE events SET data = '{"transactionId": 17}'::jsonb WHERE stream_number = (SELECT number FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: "s9")))
             """)
         await #expect(throws: (any Error).self, "the damaged subscriber cannot be read alone either") {
             _ = try await reader.state(of: "s9")

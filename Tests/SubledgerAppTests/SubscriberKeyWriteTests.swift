@@ -70,8 +70,9 @@ import Testing
             #expect(devices == Set((0..<4).map { "device-\($0)-\(id)" }), "round \(round)")
             // Stored: the stream, the payloads and the idempotency keys name neither.
             let stored = try await dependencies.pool.query("""
-                SELECT stream_id || ' ' || data::text || ' ' || coalesce(idempotency_key, '') FROM events
-                WHERE stream_id = \(SubscriberStreams.streamID(for: id))
+                SELECT s.stream_id || ' ' || e.data::text || ' ' || coalesce(e.idempotency_key, '')
+                FROM events e JOIN streams s ON s.number = e.stream_number
+                WHERE s.stream_id = \(SubscriberStreams.streamID(for: id))
                 """)
             #expect(stored.count == 4)
             for row in stored {

@@ -44,7 +44,7 @@ struct TransactionRecordStorageTests {
         let read = try await dependencies.store.readStream(streamID)
         #expect(try read.map { try LedgerEvent.decodeFast(type: $0.type, schemaVersion: $0.schemaVersion, data: $0.data) } == events)
         let text = try await dependencies.pool.query("""
-            SELECT type, schema_version, data::text FROM events WHERE stream_id = \(streamID) ORDER BY stream_version
+            SELECT type, schema_version, data::text FROM events WHERE stream_number = (SELECT number FROM streams WHERE stream_id = \(streamID)) ORDER BY stream_version
             """)
         let fromText = try text.map { row in
             try LedgerEvent.decodeFast(type: try row.decode(String.self, at: 0), schemaVersion: try row.decode(Int.self, at: 1),
@@ -52,7 +52,7 @@ struct TransactionRecordStorageTests {
         }
         #expect(fromText == events)
         // jsonb holds one string, not an object.
-        let kinds = try await dependencies.pool.query("SELECT DISTINCT jsonb_typeof(data) FROM events WHERE stream_id = \(streamID)")
+        let kinds = try await dependencies.pool.query("SELECT DISTINCT jsonb_typeof(data) FROM events WHERE stream_number = (SELECT number FROM streams WHERE stream_id = \(streamID))")
         #expect(try kinds.map { try $0.decode(String.self, at: 0) } == ["string"])
     }
 }

@@ -103,7 +103,7 @@ struct WriteCombiningTests {
             positions.insert(written.position)
         }
         #expect(positions.count == 20, "each request has its own position")
-        let stored = try await dependencies.pool.query("SELECT count(*) FROM events e JOIN subscriber_keys k ON e.stream_id = 'subscriber-' || k.pseudonym WHERE k.subscriber_id LIKE 's%'")
+        let stored = try await dependencies.pool.query("SELECT count(*) FROM events e JOIN streams s ON s.number = e.stream_number JOIN subscriber_keys k ON s.stream_id = 'subscriber-' || k.pseudonym WHERE k.subscriber_id LIKE 's%'")
         #expect(try stored.first?.decode(Int64.self, at: 0) == 20)
         #expect(try await dependencies.pool.query("SELECT 1 FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: "unknown"))").count == 0,
                 "the refused request wrote nothing")

@@ -79,11 +79,12 @@ public enum PlainStreamConversion {
         }
         let values = PostgresJSON(data: try JSONEncoder().encode(rows))
         try await connection.query("""
-            UPDATE events AS e SET stream_id = \(converted), data = x.data::jsonb, schema_version = x.schema_version,
+            UPDATE events AS e SET data = x.data::jsonb, schema_version = x.schema_version,
                 idempotency_key = x.idempotency_key
             FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, schema_version integer, idempotency_key text)
             WHERE e.position = x.position
             """)
+        // The events name their stream by number: renaming its row moves them all.
         try await connection.query("UPDATE streams SET stream_id = \(converted) WHERE stream_id = \(streamID)")
         try await connection.query("UPDATE consumer_parked_events SET stream_id = \(converted) WHERE stream_id = \(streamID)")
     }

@@ -149,12 +149,12 @@ public enum StreamNamingConversion {
             return Row(position: position, data: String(decoding: stored.data, as: UTF8.self), schema_version: stored.schemaVersion)
         }
         let values = PostgresJSON(data: try JSONEncoder().encode(rows))
-        try await connection.query("UPDATE events SET stream_id = \(newStream) WHERE stream_id = \(oldStream)")
         try await connection.query("""
             UPDATE events AS e SET data = x.data::jsonb, schema_version = x.schema_version
             FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, schema_version integer)
             WHERE e.position = x.position
             """)
+        // The events name their stream by number: renaming its row moves them all.
         try await connection.query("UPDATE streams SET stream_id = \(newStream) WHERE stream_id = \(oldStream)")
         try await connection.query("UPDATE consumer_parked_events SET stream_id = \(newStream) WHERE stream_id = \(oldStream)")
         try await connection.query("UPDATE subscriber_keys SET pseudonym = \(new) WHERE pseudonym = \(old)")

@@ -55,7 +55,8 @@ extension SubscriberSnapshots {
             FROM wanted w
             LEFT JOIN snapshot sn ON sn.subscriber_id = w.subscriber_id
             LEFT JOIN subscriber_keys k ON k.pseudonym = w.pseudonym
-            LEFT JOIN events e ON e.stream_id = \(SubscriberStreams.prefix) || w.pseudonym
+            LEFT JOIN streams st ON st.stream_id = \(SubscriberStreams.prefix) || w.pseudonym
+            LEFT JOIN events e ON e.stream_number = st.number
                                AND e.stream_version > coalesce(sn.stream_version, 0) AND e.stream_version <= w.through
             ORDER BY w.subscriber_id, e.stream_version
             """
@@ -101,10 +102,11 @@ extension SubscriberSnapshots {
         for (subscriberID, progress) in unreadable {
             let key = keys[subscriberID]!
             let rows = try await connection.query("""
-                SELECT position, stream_version, type, schema_version, data::text, recorded_at FROM events
-                WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))
-                  AND stream_version <= \(through[throughByPseudonym ? key.pseudonym : subscriberID] ?? 0)
-                ORDER BY stream_version
+                SELECT e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
+                FROM streams s JOIN events e ON e.stream_number = s.number
+                WHERE s.stream_id = \(SubscriberStreams.streamID(for: subscriberID))
+                  AND e.stream_version <= \(through[throughByPseudonym ? key.pseudonym : subscriberID] ?? 0)
+                ORDER BY e.stream_version
                 """)
             replays[subscriberID] = LedgerReplay(
                 ledger: SubscriberLedger(subscriberID: subscriberID), applied: progress.applied, clock: progress.clock,

@@ -130,14 +130,17 @@ enum SubscriberSnapshots {
             SELECT w.subscriber_id, coalesce(sn.stream_version, 0),
                    CASE WHEN e.stream_version IS NULL OR e.stream_version = coalesce(sn.stream_version, 0) + 1
                         THEN encode(sn.ledger, 'base64') END,
-                   e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at, c.state, st.version, k.key
+                   e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at, c.state,
+                   st.version, k.key
             FROM wanted w
             LEFT JOIN LATERAL (SELECT keys.key FROM subscriber_keys keys
                                WHERE keys.pseudonym = w.pseudonym OFFSET 0) k ON true
+            LEFT JOIN LATERAL (SELECT streams.number, streams.version FROM streams
+                               WHERE streams.stream_id = \(SubscriberStreams.prefix) || w.pseudonym
+                               OFFSET 0) st ON true
             LEFT JOIN LATERAL (SELECT cache.state FROM subscriber_state_cache cache
-                               JOIN streams st ON st.stream_id = \(SubscriberStreams.prefix) || w.pseudonym
-                                              AND st.version = cache.stream_version
                                WHERE \(probe != nil) AND cache.subscriber_id = w.subscriber_id
+                                 AND cache.stream_version = st.version
                                  AND cache.catalog = \(probe?.catalog.fingerprint)
                                  AND cache.valid_from <= \(probe?.now)::timestamptz
                                  AND (cache.valid_until IS NULL OR \(probe?.now)::timestamptz < cache.valid_until)
@@ -148,12 +151,9 @@ enum SubscriberSnapshots {
                                OFFSET 0) sn ON true
             LEFT JOIN LATERAL (SELECT ev.position, ev.stream_version, ev.type, ev.schema_version, ev.data, ev.recorded_at
                                FROM events ev
-                               WHERE c.state IS NULL AND ev.stream_id = \(SubscriberStreams.prefix) || w.pseudonym
+                               WHERE c.state IS NULL AND ev.stream_number = st.number
                                  AND ev.stream_version > greatest(coalesce(sn.stream_version, 0), w.known)
                                ORDER BY ev.stream_version OFFSET 0) e ON true
-            LEFT JOIN LATERAL (SELECT streams.version FROM streams
-                               WHERE w.known > 0 AND streams.stream_id = \(SubscriberStreams.prefix) || w.pseudonym
-                               OFFSET 0) st ON true
             ORDER BY w.subscriber_id, e.stream_version
             """
     }
@@ -266,8 +266,9 @@ enum SubscriberSnapshots {
         let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
         let read = try await connection.pipeline([
             """
-            SELECT position, stream_version, type, schema_version, data::text, recorded_at FROM events
-            WHERE stream_id = \(SubscriberStreams.prefix + pseudonym) ORDER BY stream_version
+            SELECT e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
+            FROM streams s JOIN events e ON e.stream_number = s.number
+            WHERE s.stream_id = \(SubscriberStreams.prefix + pseudonym) ORDER BY e.stream_version
             """,
             "SELECT key FROM subscriber_keys WHERE pseudonym = \(pseudonym)",
         ])
