@@ -37,25 +37,15 @@ BEGIN
 END
 $$;
 
--- An event's metadata is NULL when it has none, where it was `{}`: nearly
--- every event's (the source goes into the metadata only when the event does
--- not hold it), 5 bytes of each row and with the alignment of the columns
--- after it 8. Readers take NULL for `{}` (EventStore.decode).
---
--- One rewrite of the table: the columns change in place (each row written
--- once, without the id's bytes), and its indexes are built again.
-ALTER TABLE events
-    ALTER COLUMN stream_id TYPE bigint USING subledger_stream_number(stream_id),
-    ALTER COLUMN metadata DROP NOT NULL,
-    ALTER COLUMN metadata DROP DEFAULT,
-    ALTER COLUMN metadata TYPE jsonb USING nullif(metadata, '{}'::jsonb);
+-- One rewrite of the table: the column changes type in place (each row
+-- written once, without the id's bytes), and its indexes are built again.
+ALTER TABLE events ALTER COLUMN stream_id TYPE bigint USING subledger_stream_number(stream_id);
 ALTER TABLE events RENAME COLUMN stream_id TO stream_number;
 ALTER TABLE events RENAME CONSTRAINT events_stream_id_stream_version_key TO events_stream_number_stream_version_key;
 DROP FUNCTION subledger_stream_number(text);
 
--- append_events (sql/0017) with the stream's number and no `{}` metadata:
--- the same input, result rows (a duplicate's stream still answered by id),
--- locks and errors.
+-- append_events (sql/0017) with the stream's number: the same input, result
+-- rows (a duplicate's stream still answered by id), locks and errors.
 CREATE OR REPLACE FUNCTION append_events(batch jsonb)
 RETURNS TABLE (r_stream_index integer, r_event_index integer, r_position bigint,
                r_stream_version bigint, r_duplicate boolean, r_stored_stream text)
@@ -131,7 +121,7 @@ BEGIN
                                     data, metadata, idempotency_key)
                 VALUES (target_number, current_version + 1, (event_entry->>'id')::uuid, event_entry->>'type',
                         coalesce((event_entry->>'schemaVersion')::integer, 1),
-                        event_entry->'data', nullif(event_entry->'metadata', '{}'::jsonb), key)
+                        event_entry->'data', coalesce(event_entry->'metadata', '{}'::jsonb), key)
                 ON CONFLICT (idempotency_key) DO NOTHING
                 RETURNING position INTO found_position;
 
@@ -161,8 +151,8 @@ BEGIN
 END
 $$;
 
--- append_events_set (sql/0012) with the streams' numbers and no `{}`
--- metadata: the same input, result rows, locks and errors.
+-- append_events_set (sql/0012) with the streams' numbers: the same input,
+-- result rows, locks and errors.
 CREATE OR REPLACE FUNCTION append_events_set(batch jsonb)
 RETURNS TABLE (r_stream_index integer, r_event_index integer, r_position bigint,
                r_stream_version bigint, r_duplicate boolean, r_stored_stream text)
@@ -218,7 +208,7 @@ BEGIN
     ), inserted AS (
         INSERT INTO events (stream_number, stream_version, event_id, type, schema_version, data, metadata, idempotency_key)
         SELECT f.number, f.new_version, f.id, f.type, coalesce(f.schema_version, 1), f.data,
-               nullif(f.metadata, '{}'::jsonb), f.key
+               coalesce(f.metadata, '{}'::jsonb), f.key
         FROM fresh f
         WHERE (SELECT holds FROM checked)
         ORDER BY f.si, f.ei

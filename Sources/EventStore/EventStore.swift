@@ -242,8 +242,7 @@ public struct EventStore: Sendable {
     }
 
     static func decode(_ row: PostgresRow) throws -> RecordedEvent {
-        // NULL is an event without metadata (sql/0039), as `{}` was.
-        let metadata = try row.decode(String?.self, at: 7).map(EventMetadata.init(storedText:)) ?? EventMetadata()
+        let metadata = EventMetadata(storedText: try row.decode(String.self, at: 7))
         return RecordedEvent(
             position: try row.decode(Int64.self, at: 0),
             streamID: try row.decode(String.self, at: 1),

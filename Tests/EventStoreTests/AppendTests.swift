@@ -165,24 +165,6 @@ struct AppendTests {
         #expect(try await store.readStream("second").map(\.idempotencyKey) == ["own"])
     }
 
-    /// An event without metadata stores none (NULL, not `{}`: 5 bytes of
-    /// nearly every row), and reads back without any.
-    @Test(arguments: BatchAppend.both)
-    func emptyMetadataIsStoredAsNone(_ mode: BatchAppend) async throws {
-        let (store, _) = try await makeStore(batchAppend: mode)
-        _ = try await store.append([
-            StreamAppend(streamID: "bare", events: [NewEvent(type: "x", data: Data("{}".utf8))]),
-            StreamAppend(streamID: "sourced", events: [event()]),
-        ])
-        let stored = try await store.pool.query("""
-            SELECT s.stream_id, coalesce(e.metadata::text, 'none') FROM events e JOIN streams s ON s.number = e.stream_number
-            ORDER BY e.position
-            """).map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(String.self, at: 1))" }
-        #expect(stored == ["bare none", #"sourced {"source": "test"}"#])
-        #expect(try await store.readStream("bare").map(\.metadata) == [EventMetadata()])
-        #expect(try await store.readStream("sourced").map(\.metadata) == [EventMetadata(source: "test")])
-    }
-
     @Test(arguments: BatchAppend.both)
     func badDataIsRefusedAndStoresNothing(_ mode: BatchAppend) async throws {
         let (store, _) = try await makeStore(batchAppend: mode)
