@@ -168,8 +168,10 @@ public struct EventStore: Sendable {
         e.idempotency_key, e.transaction_id, e.recorded_at
         """
 
-    /// The tables `columns` are read from, `e` the event and `s` its stream.
-    static let source = "events e JOIN streams s ON s.number = e.stream_number"
+    /// Events with their streams, `e` the event and `s` its stream: an
+    /// event names its stream by number, a stream's id is in its row. Every
+    /// read of events with their stream's id joins this way.
+    public static let eventsWithStreams = "events e JOIN streams s ON s.number = e.stream_number"
 
     /// A stream's events after `version` (0: from the start), in version order.
     public func readStream(_ streamID: String, after version: Int64 = 0) async throws -> [RecordedEvent] {
@@ -183,7 +185,7 @@ public struct EventStore: Sendable {
     /// The same on a connection the caller holds (a transaction of its own).
     public static func readStream(_ streamID: String, after version: Int64 = 0, on connection: Connection) async throws -> [RecordedEvent] {
         let rows = try await connection.query("""
-            SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.source)
+            SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.eventsWithStreams)
             WHERE s.stream_id = \(streamID) AND e.stream_version > \(version)
             ORDER BY e.stream_version
             """)
@@ -209,7 +211,7 @@ public struct EventStore: Sendable {
     /// one leaves no rows and stops holding the line once it ends.
     public func readCommitted(after checkpoint: Checkpoint, limit: Int, on connection: Connection) async throws -> [RecordedEvent] {
         let rows = try await connection.query("""
-            SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.source)
+            SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.eventsWithStreams)
             WHERE (e.transaction_id, e.position) > (\(String(checkpoint.transactionID))::xid8, \(checkpoint.position))
               AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
             ORDER BY e.transaction_id, e.position
@@ -224,7 +226,7 @@ public struct EventStore: Sendable {
 
     /// The event stored under an idempotency key, if any.
     public func event(withIdempotencyKey key: String) async throws -> RecordedEvent? {
-        let rows = try await pool.query("SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.source) WHERE e.idempotency_key = \(key)")
+        let rows = try await pool.query("SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.eventsWithStreams) WHERE e.idempotency_key = \(key)")
         return try rows.first.map(Self.decode)
     }
 

@@ -23,7 +23,7 @@ extension EventStore {
     public func replayParked(_ consumer: some EventConsumer, position: Int64) async throws -> ParkedReplay {
         try await pool.withConnection { connection in
             let rows = try await connection.query("""
-                SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.source)
+                SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.eventsWithStreams)
                 WHERE e.position = \(position)
                   AND EXISTS (SELECT 1 FROM consumer_parked_events p WHERE p.consumer = \(consumer.name) AND p.position = \(position))
                 """)

@@ -133,7 +133,7 @@ struct StreamCursor<Event: Sendable> {
         // Binary: the integers and timestamps cost neither side any formatting.
         var page = try await connection.query("""
             SELECT e.position, s.stream_id, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
-            FROM streams s JOIN events e ON e.stream_number = s.number
+            FROM \(unsafeRaw: EventStore.eventsWithStreams)
             WHERE starts_with(s.stream_id, \(range.prefix)) AND s.stream_id > \(after)
               AND (\(through)::text IS NULL OR s.stream_id <= \(through))
             ORDER BY s.stream_id, e.stream_version \(unsafeRaw: limit)

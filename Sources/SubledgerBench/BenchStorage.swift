@@ -27,8 +27,8 @@ struct StorageBench {
     struct Results {
         var events: Int
         var tables: [Table]
-        /// Each index's size, by table then size, largest first.
-        var indexes: [(table: String, name: String, bytes: Int64)]
+        /// Each index's size, largest first.
+        var indexes: [(name: String, bytes: Int64)]
         /// Average `pg_column_size` of each column of `events`.
         var columns: [(name: String, bytes: Double)]
         var total: Int64 { tables.reduce(0) { $0 + $1.total } }
@@ -66,11 +66,11 @@ struct StorageBench {
             ORDER BY pg_total_relation_size(c.oid) DESC
             """).map { Table(name: try $0.decode(String.self, at: 0), heap: try $0.decode(Int64.self, at: 1), indexes: try $0.decode(Int64.self, at: 2)) }
         let indexes = try await pool.query("""
-            SELECT t.relname, i.relname, pg_relation_size(i.oid) FROM pg_index x
+            SELECT i.relname, pg_relation_size(i.oid) FROM pg_index x
             JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
             JOIN pg_namespace n ON n.oid = t.relnamespace
             WHERE n.nspname = current_schema() ORDER BY pg_relation_size(i.oid) DESC
-            """).map { (table: try $0.decode(String.self, at: 0), name: try $0.decode(String.self, at: 1), bytes: try $0.decode(Int64.self, at: 2)) }
+            """).map { (name: try $0.decode(String.self, at: 0), bytes: try $0.decode(Int64.self, at: 1)) }
         let names = ["stream_number", "event_id", "type", "data", "metadata", "idempotency_key", "transaction_id", "recorded_at"]
         let averages = try await pool.query("""
             SELECT \(unsafeRaw: names.map { "avg(pg_column_size(\($0)))::float8" }.joined(separator: ", ")),

@@ -101,13 +101,8 @@ extension SubscriberSnapshots {
         }
         for (subscriberID, progress) in unreadable {
             let key = keys[subscriberID]!
-            let rows = try await connection.query("""
-                SELECT e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
-                FROM streams s JOIN events e ON e.stream_number = s.number
-                WHERE s.stream_id = \(SubscriberStreams.streamID(for: subscriberID))
-                  AND e.stream_version <= \(through[throughByPseudonym ? key.pseudonym : subscriberID] ?? 0)
-                ORDER BY e.stream_version
-                """)
+            let rows = try await connection.query(Self.streamEvents(SubscriberStreams.streamID(for: subscriberID),
+                                                                    through: through[throughByPseudonym ? key.pseudonym : subscriberID] ?? 0))
             replays[subscriberID] = LedgerReplay(
                 ledger: SubscriberLedger(subscriberID: subscriberID), applied: progress.applied, clock: progress.clock,
                 events: try rows.map {
@@ -115,6 +110,17 @@ extension SubscriberSnapshots {
                 })
         }
         return replays
+    }
+
+    /// A stream's events in version order (through `through` when given),
+    /// in the columns `recorded(_:from: 0)` reads.
+    static func streamEvents(_ streamID: String, through: Int64? = nil) -> PostgresQuery {
+        """
+        SELECT e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
+        FROM \(unsafeRaw: EventStore.eventsWithStreams)
+        WHERE s.stream_id = \(streamID) AND (\(through)::bigint IS NULL OR e.stream_version <= \(through))
+        ORDER BY e.stream_version
+        """
     }
 
     /// The event in columns position, stream_version, type, schema_version,

@@ -265,11 +265,7 @@ enum SubscriberSnapshots {
     private static func loadWithoutSnapshot(_ subscriberID: String, on connection: Connection) async throws -> LoadedLedger {
         let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
         let read = try await connection.pipeline([
-            """
-            SELECT e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
-            FROM streams s JOIN events e ON e.stream_number = s.number
-            WHERE s.stream_id = \(SubscriberStreams.prefix + pseudonym) ORDER BY e.stream_version
-            """,
+            Self.streamEvents(SubscriberStreams.prefix + pseudonym),
             "SELECT key FROM subscriber_keys WHERE pseudonym = \(pseudonym)",
         ])
         var loaded = LoadedLedger.empty(subscriberID)

@@ -148,11 +148,7 @@ public enum SubscriberStreams {
     /// its whole stream with personal fields sealed (no key opens them):
     /// what its read-model rows are computed from, live and in a rebuild.
     package static func erasedLedger(pseudonym: String, on connection: Connection) async throws -> SubscriberLedger {
-        let rows = try await connection.query("""
-            SELECT e.position, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
-            FROM streams s JOIN events e ON e.stream_number = s.number
-            WHERE s.stream_id = \(prefix + pseudonym) ORDER BY e.stream_version
-            """)
+        let rows = try await connection.query(SubscriberSnapshots.streamEvents(prefix + pseudonym))
         var ledger = SubscriberLedger(subscriberID: pseudonym)
         for row in rows { ledger.apply(try SubscriberSnapshots.recorded(row, from: 0)) }
         return ledger
