@@ -193,8 +193,8 @@ extension EventStore {
     ) async throws -> (Int, (read: Int, checkpoint: Checkpoint)) {
         let events = try await readCommitted(after: position, limit: limit, on: connection)
         guard let last = events.last else { return (0, (0, position)) }
-        // Only what all saw is skipped: the stream ranges are cut by the
-        // database's collation, so which worker read a stream is not decided here.
+        // Only what all saw is skipped: which worker's range holds a stream
+        // is its number's affair, not decided here.
         let fresh = seen.isEmpty ? events : events.filter { event in
             !event.streamID.hasPrefix(consumer.streamPrefix) || !seen.allSatisfy { $0.sees(event.transactionID) }
         }
@@ -209,17 +209,17 @@ extension EventStore {
     /// sorting every stream id first was 60 ms of a rebuild of 1M events
     /// before any worker could start.
     private func streamRanges(prefix: String, count: Int, on connection: Connection) async throws -> [StreamRange] {
-        guard count > 1 else { return [StreamRange(prefix: prefix, after: "", through: nil)] }
+        guard count > 1 else { return [StreamRange(prefix: prefix, after: 0, through: nil)] }
         let fractions = (1..<count).map { String(Double($0) / Double(count)) }.joined(separator: ",")
         let estimate = try await connection.query("SELECT reltuples::float8 FROM pg_class WHERE oid = 'streams'::regclass")
             .first?.decode(Double.self, at: 0) ?? -1
         let percent = estimate > 20_000 ? 100 * 20_000 / estimate : 100
         let bounds = try await connection.query("""
-            SELECT unnest(percentile_disc(string_to_array(\(fractions), ',')::float8[]) WITHIN GROUP (ORDER BY stream_id))
+            SELECT unnest(percentile_disc(string_to_array(\(fractions), ',')::float8[]) WITHIN GROUP (ORDER BY number))
             FROM streams TABLESAMPLE SYSTEM (\(percent)) WHERE starts_with(stream_id, \(prefix))
-            """).compactMap { try $0.decode(String?.self, at: 0) }
+            """).compactMap { try $0.decode(Int64?.self, at: 0) }
         var ranges: [StreamRange] = []
-        var after = ""
+        var after: Int64 = 0
         for bound in bounds where bound > after {
             ranges.append(StreamRange(prefix: prefix, after: after, through: bound))
             after = bound
@@ -242,7 +242,7 @@ extension EventStore {
                 // REPEATABLE READ: every page is read in the snapshot noted here.
                 try await reader.withTransaction(isolation: .repeatableRead) { reader in
                     try await reader.query("SET TRANSACTION READ ONLY")
-                    // Walk the (stream_id, stream_version) index rather than sort the whole range
+                    // Walk the (stream_number, stream_version) index rather than sort the whole range
                     // first: the first chunk comes at once and the fold and the inserts overlap the scan.
                     try await reader.query("SET LOCAL enable_sort = off")
                     let snapshot = try await reader.query("SELECT pg_current_snapshot()::text").first?.decode(String.self, at: 0)

@@ -71,19 +71,26 @@ extension StreamwiseConsumer {
     public func finishLoad(into tables: ProjectionTables, on connection: Connection) async throws {}
 }
 
-/// The part of the log one rebuild worker reads: the streams of a prefix with
-/// ids in (`after`, `through`] (`through` nil: no upper bound).
+/// The part of the log one rebuild worker reads: the streams of a prefix
+/// numbered in (`after`, `through`] (`through` nil: no upper bound).
 struct StreamRange: Sendable {
     var prefix: String
-    var after: String
-    var through: String?
+    var after: Int64
+    var through: Int64?
 }
 
 /// Whole streams of a range read in pages of about `pageSize` events, in
-/// (stream, version) order: each page is one query walking the
-/// (stream_id, stream_version) index from the last whole stream read. A
-/// stream cut by the page's limit is read again at the start of the next
-/// page; a stream longer than a page is read alone, whole.
+/// (stream number, version) order: each page is one query walking the
+/// events' (stream_number, stream_version) index from the last whole stream
+/// read, merged with the streams' number index for their ids. A stream cut
+/// by the page's limit is read again at the start of the next page; a
+/// stream longer than a page is read alone, whole.
+///
+/// By number, not by id: both indexes are then walked in their own order
+/// (a merge join). Walking streams by id probed the events' index once a
+/// stream, at its number, in no order: on 1M events (100,000 streams) the
+/// whole log took 4.5 s of the server's time that way and 1.1 s by number.
+/// No consumer needs streams in any order (`rows(for:)` folds each alone).
 ///
 /// Plain queries rather than a cursor: a `FETCH` is a utility statement,
 /// whose rows the server first copies into a tuple store (on disk past
@@ -99,8 +106,8 @@ struct StreamCursor<Event: Sendable> {
     let range: StreamRange
     let pageSize: Int
     let decode: @Sendable (StreamEventRow) throws -> Event
-    /// The last stream read whole.
-    private var after: String
+    /// The number of the last stream read whole.
+    private var after: Int64
     private(set) var isFinished = false
 
     init(_ range: StreamRange, pageSize: Int, decode: @escaping @Sendable (StreamEventRow) throws -> Event) {
@@ -120,23 +127,24 @@ struct StreamCursor<Event: Sendable> {
             streams.removeLast()  // may go on past the limit: read again next time
         } else if let only = streams.first {
             // One stream fills the page: read it alone, whole.
-            let whole = try await read(after: after, through: only.streamID, limit: "", on: connection)
+            let whole = try await read(after: after, through: only.number, limit: "", on: connection)
             streams = whole.streams
         }
-        if let last = streams.last { after = last.streamID }
-        return streams
+        if let last = streams.last?.number { after = last }
+        return streams.map(\.events)
     }
 
-    private func read(after: String, through: String? = nil, limit: String, on connection: Connection) async throws
-        -> (streams: [StreamEvents<Event>], rows: Int) {
+    private func read(after: Int64, through: Int64? = nil, limit: String, on connection: Connection) async throws
+        -> (streams: [Page.Stream], rows: Int) {
         let through = through ?? range.through
         // Binary: the integers and timestamps cost neither side any formatting.
         var page = try await connection.query("""
-            SELECT e.position, s.stream_id, e.stream_version, e.type, e.schema_version, e.data::text, e.recorded_at
+            SELECT e.position, e.stream_number, s.stream_id, e.stream_version, e.type, e.schema_version, e.data::text,
+                   e.recorded_at
             FROM \(unsafeRaw: EventStore.eventsWithStreams)
-            WHERE starts_with(s.stream_id, \(range.prefix)) AND s.stream_id > \(after)
-              AND (\(through)::text IS NULL OR s.stream_id <= \(through))
-            ORDER BY s.stream_id, e.stream_version \(unsafeRaw: limit)
+            WHERE starts_with(s.stream_id, \(range.prefix)) AND e.stream_number > \(after)
+              AND (\(through)::bigint IS NULL OR e.stream_number <= \(through))
+            ORDER BY e.stream_number, e.stream_version \(unsafeRaw: limit)
             """, into: Page(decode: decode), binaryResults: true) { page, row throws(PostgresError) in
             try page.add(row)
         }
@@ -149,10 +157,17 @@ struct StreamCursor<Event: Sendable> {
     /// holds tens of thousands of events, and a copy of each value before
     /// the consumer's own cost more than the rest of reading them.
     struct Page: Sendable {
+        /// A stream read whole, with its number.
+        struct Stream: Sendable {
+            var number: Int64
+            var events: StreamEvents<Event>
+        }
+
         let decode: @Sendable (StreamEventRow) throws -> Event
         /// The streams read whole so far; the one being read is `current`.
-        private(set) var streams: [StreamEvents<Event>] = []
-        private var currentID: String?
+        private(set) var streams: [Stream] = []
+        private var currentNumber: Int64?
+        private var currentID = ""
         private var current: [Event] = []
         var rows = 0
         /// The first event the consumer could not decode: the page stops there.
@@ -163,10 +178,10 @@ struct StreamCursor<Event: Sendable> {
         }
 
         /// The streams of the page, the last one included.
-        mutating func finish() -> [StreamEvents<Event>] {
-            if let currentID {
-                streams.append(StreamEvents(streamID: currentID, events: current))
-                self.currentID = nil
+        mutating func finish() -> [Stream] {
+            if let currentNumber {
+                streams.append(Stream(number: currentNumber, events: StreamEvents(streamID: currentID, events: current)))
+                self.currentNumber = nil
                 current = []
             }
             return streams
@@ -175,20 +190,23 @@ struct StreamCursor<Event: Sendable> {
         mutating func add(_ row: PostgresRawRow) throws(PostgresError) {
             guard failure == nil else { return }
             rows += 1
-            let id = try row.bytes(at: 1)
+            let number = try row.integer(at: 1)
             // Rows come in stream order: each stream's id becomes a String
             // once, and its events gather apart from the page's streams (no
-            // copy of the last stream to look at its id, no reach into the
-            // array of streams to append).
-            if currentID.map({ $0.utf8.count != id.count || !$0.utf8.elementsEqual(id) }) ?? true {
-                if let currentID { streams.append(StreamEvents(streamID: currentID, events: current)) }
-                currentID = String(decoding: id, as: UTF8.self)
+            // copy of the last stream to look at its number, no reach into
+            // the array of streams to append).
+            if number != currentNumber {
+                if let currentNumber {
+                    streams.append(Stream(number: currentNumber, events: StreamEvents(streamID: currentID, events: current)))
+                }
+                currentNumber = number
+                currentID = String(decoding: try row.bytes(at: 2), as: UTF8.self)
                 current = []
             }
             let decoded = StreamEventRow(
-                position: try row.integer(at: 0), streamVersion: try row.integer(at: 2),
-                type: String(decoding: try row.bytes(at: 3), as: UTF8.self), schemaVersion: Int(try row.integer(at: 4)),
-                data: UnsafeRawBufferPointer(try row.bytes(at: 5)), recordedAt: try row.date(at: 6))
+                position: try row.integer(at: 0), streamVersion: try row.integer(at: 3),
+                type: String(decoding: try row.bytes(at: 4), as: UTF8.self), schemaVersion: Int(try row.integer(at: 5)),
+                data: UnsafeRawBufferPointer(try row.bytes(at: 6)), recordedAt: try row.date(at: 7))
             do {
                 current.append(try decode(decoded))
             } catch {
