@@ -105,14 +105,20 @@ extension LedgerWriter {
 }
 
 extension AppDependencies {
-    /// Runs `consumer` until it has handled everything appended, in batches of `batch`.
+    /// Runs `consumer` until it has handled everything appended, in batches
+    /// of `batch`; gives up after 30 s without progress. The events wait
+    /// below the cluster's oldest running transaction (the commit horizon),
+    /// which another suite's transaction can hold for a while; a long
+    /// projection that progresses is not cut short by it.
     public func project(_ consumer: some EventConsumer, batch: Int = 100) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
+        var deadline = ContinuousClock.now + .seconds(30)
         while try await store.lag(of: consumer.name) > 0 {
             let handled = try await pool.withConnection { try await store.processBatch(consumer, limit: batch, on: $0) }
             if handled == 0 {
                 guard ContinuousClock.now < deadline else { throw ProjectionTimeout() }
                 try await Task.sleep(for: .milliseconds(20))
+            } else {
+                deadline = ContinuousClock.now + .seconds(30)
             }
         }
     }
