@@ -6,12 +6,15 @@
 -- (transaction_id, position) after a checkpoint, in that order. With the
 -- transaction alone in the index, PostgreSQL finds the first transaction
 -- from the index and sorts each transaction's events by position as it
--- goes (an incremental sort: one transaction's events at a time). Every
--- event of one transaction has the same key, so the index stores each
--- transaction once with the list of its rows (b-tree deduplication), where
--- the two-column index stored each event's own entry. On 1M imported
--- events (1,000 transactions) the index took 7.3 MB instead of 32.9; with
--- one event a transaction, as a POST writes, 22.5 MB
--- (`subledger bench --measure storage`, docs/decisions/0007).
+-- goes (an incremental sort: one transaction's events at a time). An
+-- entry is 16 bytes instead of 24: on 1M imported events the index took
+-- 24.3 MB instead of 31.2 (`subledger bench --measure storage`).
+--
+-- Without deduplication: every event of one transaction has the same key,
+-- and with b-tree deduplication the index kept each transaction once with
+-- the list of its rows (7.9 MB), but the import was slower in six
+-- alternated pairs of six (about 5%: merging the lists as pages fill).
+-- Without it the import was as fast as before in three pairs of three
+-- (docs/decisions/0007).
 DROP INDEX events_commit_order;
-CREATE INDEX events_commit_order ON events (transaction_id);
+CREATE INDEX events_commit_order ON events (transaction_id) WITH (deduplicate_items = off);
