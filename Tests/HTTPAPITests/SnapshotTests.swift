@@ -133,4 +133,58 @@ struct SnapshotServiceTests {
         other.cacheFromVersion = 1
         #expect(try await other.state(of: "cached").subscriptions.first?.group == "pass", "another catalog computes again")
     }
+
+    /// A projection's replay starts from the stored snapshot and stops at
+    /// the batch's last version (`through`); a snapshot it cannot read is
+    /// replaced by the stream from its start, stopped at the same version:
+    /// what was written after the batch was read is the next batch's.
+    @Test func aReplayPastAnUnreadableSnapshotStopsAtTheBatchsLastVersion() async throws {
+        let dependencies = try await makeDependencies()
+        defer { Task { await dependencies.pool.close() } }
+        let writer = LedgerWriter(dependencies)
+        let start = date("2024-01-01T00:00:00Z")
+        _ = try await writer.record(.purchase(.init(transactionID: "q0", productID: "com.example.pro.monthly", purchaseDate: start,
+                                                    expiresDate: start + 3600)), subscriberID: "replayed")
+        for index in 1..<6 {
+            let at = start + Double(index) * 3600
+            _ = try await writer.record(.renewal(.init(transactionID: "q\(index)", originalTransactionID: "q0",
+                                                       productID: "com.example.pro.monthly", purchaseDate: at, expiresDate: at + 3600)),
+                                        subscriberID: "replayed")
+        }
+        let pool = dependencies.pool
+        let events = try await dependencies.store.readStream(SubscriberStreams.streamID(for: "replayed")).map(SubscriberStreams.ledgerEvent)
+        #expect(events.count == 6)
+        // The change feed has applied versions 1 and 2, and a snapshot of them is stored.
+        let atTwo = SubscriberLedger(subscriberID: "replayed", events: Array(events.prefix(2)))
+        try await pool.query("""
+            INSERT INTO subscriber_snapshots (subscriber_id, stream_version, format, ledger)
+            VALUES ('replayed', 2, \(SubscriberLedger.snapshotFormat), \(atTwo.snapshotData()))
+            ON CONFLICT (subscriber_id) DO UPDATE SET stream_version = 2, format = excluded.format, ledger = excluded.ledger
+            """)
+        try await pool.query("INSERT INTO change_subscribers (subscriber_id, stream_version, clock) VALUES ('replayed', 2, now())")
+
+        func replay() async throws -> LedgerReplay {
+            try await pool.withConnection { connection in
+                let rows = try await connection.query(try SubscriberSnapshots.replayQuery([("replayed", 4)], progressTable: "change_subscribers"))
+                return try #require(try await SubscriberSnapshots.replays(rows, through: ["replayed": 4], on: connection)["replayed"])
+            }
+        }
+        func folded(_ replay: LedgerReplay) -> SubscriberLedger {
+            var ledger = replay.ledger
+            for (_, event) in replay.events { ledger.apply(event) }
+            return ledger
+        }
+        let throughFour = SubscriberLedger(subscriberID: "replayed", events: Array(events.prefix(4)))
+
+        let readable = try await replay()
+        #expect(readable.events.map(\.version) == [3, 4])
+        #expect(readable.applied == 2)
+        #expect(folded(readable) == throughFour)
+
+        try await pool.query("UPDATE subscriber_snapshots SET ledger = '\\x0102'::bytea WHERE subscriber_id = 'replayed'")
+        let unreadable = try await replay()
+        #expect(unreadable.events.map(\.version) == [1, 2, 3, 4])
+        #expect(unreadable.applied == 2)
+        #expect(folded(unreadable) == throughFour)
+    }
 }
