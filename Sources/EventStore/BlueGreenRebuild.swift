@@ -16,7 +16,7 @@ extension EventStore {
     ///    transaction finished by now (everything at or before S is visible
     ///    to any later snapshot). Empty shadow tables are created.
     /// 2. `workers` connections each read a range of the streams (split at
-    ///    the median stream id) in pages of about `chunkSize` events, whole
+    ///    the median stream number) in pages of about `chunkSize` events, whole
     ///    streams at a time, fold them in memory while the previous page's
     ///    rows go into the shadow tables and the next page comes out. Memory
     ///    holds a few pages per worker, whatever the log's length.
