@@ -106,21 +106,34 @@ extension LedgerWriter {
 
 extension AppDependencies {
     /// Runs `consumer` until it has handled everything appended, in batches
-    /// of `batch`; gives up after 30 s without progress. The events wait
+    /// of `batch`; gives up after 90 s without progress. The events wait
     /// below the cluster's oldest running transaction (the commit horizon),
-    /// which another suite's transaction can hold for a while; a long
-    /// projection that progresses is not cut short by it.
+    /// which another suite's transaction can hold for a while on a loaded
+    /// machine; a long projection that progresses is not cut short by it,
+    /// and the error names the transactions that held the horizon.
     public func project(_ consumer: some EventConsumer, batch: Int = 100) async throws {
-        var deadline = ContinuousClock.now + .seconds(30)
+        var deadline = ContinuousClock.now + .seconds(90)
         while try await store.lag(of: consumer.name) > 0 {
             let handled = try await pool.withConnection { try await store.processBatch(consumer, limit: batch, on: $0) }
             if handled == 0 {
-                guard ContinuousClock.now < deadline else { throw ProjectionTimeout() }
+                guard ContinuousClock.now < deadline else {
+                    throw ProjectionTimeout(holders: try await oldestRunningTransactions())
+                }
                 try await Task.sleep(for: .milliseconds(20))
             } else {
-                deadline = ContinuousClock.now + .seconds(30)
+                deadline = ContinuousClock.now + .seconds(90)
             }
         }
+    }
+
+    /// The cluster's oldest transactions that hold an id (the commit
+    /// horizon's lower edge), with how long each has run and its statement.
+    public func oldestRunningTransactions() async throws -> [String] {
+        try await pool.query("""
+            SELECT concat_ws(' | ', datname, state, round(extract(epoch FROM now() - xact_start))::text || ' s', left(query, 160))
+            FROM pg_stat_activity WHERE backend_xid IS NOT NULL
+            ORDER BY age(backend_xid) DESC LIMIT 3
+            """).map { try $0.decode(String.self, at: 0) }
     }
 
     /// Every row of the read models, as comparable text.
@@ -147,7 +160,12 @@ extension AppDependencies {
     }
 }
 
-/// A projection did not catch up with the log in the time a test allows.
-public struct ProjectionTimeout: Error {
-    public init() {}
+/// A projection did not catch up with the log in the time a test allows;
+/// `holders` are the oldest transactions running in the cluster then.
+public struct ProjectionTimeout: Error, CustomStringConvertible {
+    public var holders: [String]
+    public init(holders: [String] = []) { self.holders = holders }
+    public var description: String {
+        "ProjectionTimeout: no progress; oldest running transactions: " + (holders.isEmpty ? "none" : holders.joined(separator: "; "))
+    }
 }

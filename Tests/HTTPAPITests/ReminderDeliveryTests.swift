@@ -316,15 +316,7 @@ extension ReminderFixture {
 
     /// The change feed's consumer, run to the end.
     func feed() async throws {
-        let consumer = ChangeFeedConsumer(catalog: dependencies.catalog.catalog)
-        let store = dependencies.store
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try await store.lag(of: ChangeFeedConsumer.consumerName) > 0 {
-            guard ContinuousClock.now < deadline else { throw ProjectionTimeout() }
-            if try await dependencies.pool.withConnection({ try await store.processBatch(consumer, limit: 500, on: $0) }) == 0 {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
+        try await dependencies.project(ChangeFeedConsumer(catalog: dependencies.catalog.catalog), batch: 500)
     }
 
     /// Publishes what is due: the feed's consumer, then sweeps.

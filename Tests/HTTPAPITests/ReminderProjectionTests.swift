@@ -247,16 +247,7 @@ struct ReminderFixture: Sendable {
 
     /// Runs the projection until it has read everything appended.
     func project(batch: Int = 100) async throws {
-        let store = dependencies.store
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try await store.lag(of: projection.name) > 0 {
-            let handled = try await dependencies.pool.withConnection { try await store.processBatch(projection, limit: batch, on: $0) }
-            if handled == 0 {
-                // An older transaction elsewhere in the cluster holds the horizon back.
-                guard ContinuousClock.now < deadline else { throw ProjectionTimeout() }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
+        try await dependencies.project(projection, batch: batch)
     }
 
     struct Row: Equatable, CustomStringConvertible {
