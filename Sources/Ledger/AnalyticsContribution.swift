@@ -124,23 +124,78 @@ extension SubscriberLedger {
     /// both stores and environments (support grants and family-shared
     /// copies never count), summed per key, zeros left out, in a stable order.
     public func analyticsContribution(catalog: Catalog) -> [AnalyticsItem] {
-        var sums: [AnalyticsKey: Int64] = [:]
+        var sums = AnalyticsSums()
         for environment in Environment.allCases {
             AnalyticsSweep(ledger: self, catalog: catalog, environment: environment).add(to: &sums)
         }
-        return sums.compactMap { key, value in
-            value == 0 ? nil : AnalyticsItem(day: key.day, environment: key.environment, store: key.store, productID: key.productID,
-                                             currency: key.currency, metric: key.metric, offset: key.offset, value: value)
-        }.sorted(by: AnalyticsItem.precedes)
+        return sums.items()
     }
 }
 
-struct AnalyticsKey: Hashable {
-    var day: Int
-    var environment: Environment
-    var store: Store
-    var productID: String
-    var currency: String
-    var metric: AnalyticsMetric
-    var offset = 0
+/// One contribution's additions as they are made, summed per key once at
+/// the end: sorted in the items' order, equal keys added together, zeros
+/// left out. A dictionary keyed by the items' dimensions hashed two strings
+/// a time, and its items were then sorted by comparing them: a third of a
+/// rebuild's fold. Here the product and currency are numbered as they come
+/// (a subscriber has a few), and the sort compares integers.
+struct AnalyticsSums {
+    private struct Entry {
+        var day: Int
+        var environment: Environment
+        var store: Store
+        /// Indexes into `products` and `currencies`.
+        var product: Int
+        var currency: Int
+        var metric: AnalyticsMetric
+        var offset: Int
+        var value: Int64
+    }
+
+    private var entries: [Entry] = []
+    private var products: [String] = []
+    private var currencies: [String] = []
+
+    mutating func add(day: Int, environment: Environment, store: Store, productID: String, currency: String,
+                      metric: AnalyticsMetric, offset: Int, value: Int64) {
+        entries.append(Entry(day: day, environment: environment, store: store, product: Self.index(of: productID, in: &products),
+                             currency: Self.index(of: currency, in: &currencies), metric: metric, offset: offset, value: value))
+    }
+
+    private static func index(of name: String, in names: inout [String]) -> Int {
+        if let index = names.firstIndex(of: name) { return index }
+        names.append(name)
+        return names.count - 1
+    }
+
+    /// The items, in `AnalyticsItem.precedes` order.
+    func items() -> [AnalyticsItem] {
+        func ranks(_ names: [String]) -> [Int] {
+            var ranks = [Int](repeating: 0, count: names.count)
+            for (rank, index) in names.indices.sorted(by: { names[$0] < names[$1] }).enumerated() { ranks[index] = rank }
+            return ranks
+        }
+        let productRanks = ranks(products), currencyRanks = ranks(currencies)
+        // The sort key of `precedes`, in integers.
+        func key(_ entry: Entry) -> (Int, Int, Int, Int, Int, Int) {
+            (entry.day, (entry.environment == .production ? 0 : 2) + (entry.store == .appStore ? 0 : 1),
+             productRanks[entry.product], currencyRanks[entry.currency], Int(entry.metric.code), entry.offset)
+        }
+        let sorted = entries.map { (key: key($0), entry: $0) }.sorted { $0.key < $1.key }
+        var items: [AnalyticsItem] = []
+        var index = sorted.startIndex
+        while index < sorted.endIndex {
+            let first = sorted[index]
+            var value: Int64 = 0
+            while index < sorted.endIndex, sorted[index].key == first.key {
+                value &+= sorted[index].entry.value
+                index += 1
+            }
+            guard value != 0 else { continue }
+            let entry = first.entry
+            items.append(AnalyticsItem(day: entry.day, environment: entry.environment, store: entry.store,
+                                       productID: products[entry.product], currency: currencies[entry.currency],
+                                       metric: entry.metric, offset: entry.offset, value: value))
+        }
+        return items
+    }
 }

@@ -27,7 +27,7 @@ struct AnalyticsSweep {
         var isTrial: Bool { sale.isFreeTrial }
     }
 
-    func add(to sums: inout [AnalyticsKey: Int64]) {
+    func add(to sums: inout AnalyticsSums) {
         // The timeline only when there is something to count (most
         // subscribers have nothing in Sandbox), and before the periods: a
         // Play order's access says when it was paid.
@@ -38,9 +38,8 @@ struct AnalyticsSweep {
         let (periods, bySource) = self.periods(pieces: pieces)
         guard !periods.isEmpty else { return }
         func add(_ day: Int, _ period: Period, _ metric: AnalyticsMetric, _ value: Int64, currency: String = "", offset: Int = 0) {
-            let key = AnalyticsKey(day: day, environment: environment, store: period.store, productID: period.productID,
-                                   currency: currency, metric: metric, offset: offset)
-            sums[key, default: 0] += value
+            sums.add(day: day, environment: environment, store: period.store, productID: period.productID, currency: currency,
+                     metric: metric, offset: offset, value: value)
         }
 
         // Stocks: each stretch of access adds from its start and takes away from its end.
@@ -138,9 +137,7 @@ struct AnalyticsSweep {
         case .day: intervals = Int((instant.timeIntervalSince(start) / 86_400).rounded(.up))
         case .week: intervals = Int((instant.timeIntervalSince(start) / (7 * 86_400)).rounded(.up))
         case .month:
-            let utc = AnalyticsInterval.utc
-            let from = utc.dateComponents([.year, .month], from: start), to = utc.dateComponents([.year, .month], from: instant)
-            intervals = (to.year! * 12 + to.month!) - (from.year! * 12 + from.month!)
+            intervals = AnalyticsInterval.monthIndex(of: instant) - AnalyticsInterval.monthIndex(of: start)
             if instant > interval.start(of: instant) { intervals += 1 }
         }
         return max(0, intervals - 2)

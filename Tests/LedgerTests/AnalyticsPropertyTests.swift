@@ -101,6 +101,23 @@ struct AnalyticsPropertyTests {
 
     static func count(_ instants: [Date], at midnight: Date) -> Int64 { Int64(instants.filter { $0 == midnight }.count) }
 
+    /// A contribution is summed per key: its items are in the stored order
+    /// (`AnalyticsItem.precedes`, strictly: no key twice) and none is zero,
+    /// for subscribers of several products and currencies.
+    @Test func aContributionHasEachKeyOnceInOrderAndNoZeros() {
+        var products = Set<String>(), currencies = Set<String>()
+        for seed in UInt64(100)..<400 {
+            let items = Self.stream(seed: seed, subscribers: 1).items
+            for (left, right) in zip(items, items.dropFirst()) {
+                #expect(AnalyticsItem.precedes(left, right), "seed \(seed): \(left) before \(right)")
+            }
+            #expect(!items.contains { $0.value == 0 }, "seed \(seed)")
+            products.formUnion(items.map(\.productID))
+            currencies.formUnion(items.map(\.currency))
+        }
+        #expect(products.count == 3 && currencies == ["", "USD", "EUR"])
+    }
+
     @Test(arguments: [UInt64(1), 2, 3, 4, 5])
     func activesMoveByNewSubscriptionsAndChurn(seed: UInt64) {
         let stream = Self.stream(seed: seed)

@@ -42,6 +42,42 @@ struct AnalyticsArithmeticTests {
         #expect(AnalyticsDaySums.rate(3, of: 0) == nil)
     }
 
+    /// Months are integer arithmetic on the UTC day; Foundation's calendar
+    /// is the reference: the month's start, the next month's (the same day,
+    /// clamped, and time of day) and the months between two instants, at
+    /// every month end, midnight and leap day from 1900 to 2200 and at
+    /// generated instants between (to the millisecond, as the ledger's are).
+    @Test func monthsAgreeWithTheCalendar() {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        var instants: [Date] = []
+        for year in stride(from: 1900, through: 2200, by: 1) {
+            for month in 1...12 {
+                let first = calendar.date(from: DateComponents(year: year, month: month, day: 1))!
+                instants += [first, first - 0.001, first + 0.001, first - 86_400, first + 86_400 * 27 + 43_200.5]
+            }
+        }
+        var generator = SystemRandomNumberGenerator()
+        // Instants to the millisecond, as the ledger's are.
+        for _ in 0..<20_000 {
+            instants.append(Date(timeIntervalSince1970: Double(Int64.random(in: -2_200_000_000_000...7_200_000_000_000, using: &generator)) / 1000))
+        }
+        let month = AnalyticsInterval.month
+        var previous = instants[0]
+        for instant in instants {
+            let parts = calendar.dateComponents([.year, .month], from: instant)
+            #expect(month.start(of: instant) == calendar.date(from: DateComponents(year: parts.year, month: parts.month, day: 1))!,
+                    "start of \(instant)")
+            // The calendar's floating-point answer strays below the millisecond for some instants; the ledger keeps milliseconds.
+            #expect(abs(month.next(after: instant).timeIntervalSince(calendar.date(byAdding: .month, value: 1, to: instant)!)) < 0.000_5,
+                    "a month after \(instant)")
+            let from = calendar.dateComponents([.year, .month], from: previous)
+            #expect(AnalyticsInterval.monthIndex(of: instant) - AnalyticsInterval.monthIndex(of: previous)
+                        == (parts.year! * 12 + parts.month!) - (from.year! * 12 + from.month!), "months from \(previous) to \(instant)")
+            previous = instant
+        }
+    }
+
     @Test func yearsOfDayNumbersAgreeWithTheCalendar() {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
