@@ -88,7 +88,8 @@ extension Decider {
             // Without an end from the caller, the end is the latest the ledger
             // knows (renewals and extensions included), so a replay gets the same key.
             let knownEnd = ledger.expiresDate(ofTransaction: latest.fact.transactionID)
-                ?? Evaluation(ledger: ledger, catalog: catalog, at: now, environment: latest.fact.environment).nonRenewingGroups.first { $0.group == group }?.periods.last?.end
+                ?? Evaluation(ledger: ledger, catalog: catalog, at: now, environment: latest.fact.environment, includingGrants: false)
+                    .nonRenewingGroups.first { $0.group == group }?.periods.last?.end
             fact = ExpiryFact(originalTransactionID: original, group: group, productID: latest.fact.productID,
                               expiresDate: end ?? knownEnd ?? now, reason: expiry.reason,
                               environment: expiry.environment, source: source)

@@ -72,7 +72,7 @@ public enum Coverage {
     public static func ends(of ledger: SubscriberLedger, catalog: Catalog, now: Date) -> [CoverageEnd] {
         var ends: [CoverageEnd] = []
         for environment in Environment.allCases {
-            let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: now, environment: environment)
+            let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: now, environment: environment, includingGrants: false)
             for group in evaluation.nonRenewingGroups {
                 guard let last = group.periods.last else { continue }
                 ends.append(CoverageEnd(group: group.group, productID: last.productID, type: .nonRenewing,
@@ -137,7 +137,7 @@ public enum Coverage {
     public static func dueExpiries(of ledger: SubscriberLedger, catalog: Catalog, now: Date) -> [LedgerEvent] {
         var events: [LedgerEvent] = []
         for environment in Environment.allCases {
-            let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: now, environment: environment)
+            let evaluation = Evaluation(ledger: ledger, catalog: catalog, at: now, environment: environment, includingGrants: false)
             events += dueExpiries(evaluation, ledger: ledger, now: now)
         }
         return events

@@ -8,7 +8,7 @@ extension SubscriberLedger {
     /// ledger (a fact taking effect, an end, a grace end, a transfer, a device
     /// first seen) or a boundary of the periods stacked at `at`.
     public func nextChange(after at: Date, catalog: Catalog) -> Date? {
-        nextChange(after: at, evaluation: Evaluation(ledger: self, catalog: catalog, at: at))
+        nextChange(after: at, evaluation: Evaluation(ledger: self, catalog: catalog, at: at, includingGrants: false))
     }
 
     /// `nextChange(after:catalog:)` for the states of several environments:
@@ -18,7 +18,7 @@ extension SubscriberLedger {
     public func nextChange(after at: Date, catalog: Catalog, environments: [Environment]) -> Date? {
         var next = nextChange(after: at, catalog: catalog)
         for environment in environments where environment != .production {
-            for group in Evaluation(ledger: self, catalog: catalog, at: at, environment: environment).nonRenewingGroups {
+            for group in Evaluation(ledger: self, catalog: catalog, at: at, environment: environment, includingGrants: false).nonRenewingGroups {
                 for period in group.periods {
                     for date in [period.start, period.end] where date > at && (next == nil || date < next!) {
                         next = date
