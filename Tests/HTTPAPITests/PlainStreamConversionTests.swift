@@ -15,6 +15,32 @@ import Testing
 /// duplicates, nothing personal is left readable in the log, and a converted
 /// subscriber can be erased.
 @Suite struct PlainStreamConversionTests {
+    /// Every start asks for the streams still to convert: the question reads
+    /// the partial index of those (sql/0041), not every stream, and the
+    /// index holds a plain stream and no converted one.
+    @Test func theQuestionAtEveryStartReadsOnlyThePlainStreamsIndex() async throws {
+        let dependencies = try await makeDependencies()
+        defer { Task { await dependencies.pool.close() } }
+        let writer = LedgerWriter(dependencies)
+        var history = RandomHistory(seed: 41, subscribers: 30)
+        try await writer.writeRandomBatches(20, of: 1...4, from: &history)
+        try await dependencies.pool.query("INSERT INTO streams (stream_id, version) VALUES ('subscriber-plain-1', 0)")
+        try await dependencies.pool.query("ANALYZE streams")
+        let question = PlainStreamConversion.pendingStreams(batch: 200)
+        // Seq scans off: a table of 31 streams is one page, which a scan reads
+        // cheaper than an index; the question is whether the index serves it.
+        let plan = try await dependencies.pool.withConnection { connection in
+            try await connection.query("SET enable_seqscan = off")
+            let plan = try await connection.query(PostgresQuery(unsafeSQL: "EXPLAIN " + question.sql, binds: question.binds))
+                .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+            try await connection.query("RESET enable_seqscan")
+            return plan
+        }
+        #expect(plan.contains("streams_unconverted") && !plan.contains("Seq Scan"), "\(plan)")
+        #expect(try await dependencies.pool.query(question).map { try $0.decode(String.self, at: 0) } == ["subscriber-plain-1"])
+        try await dependencies.pool.query("DELETE FROM streams WHERE stream_id = 'subscriber-plain-1'")
+    }
+
     @Test func aPlainDatabaseReadsTheSameAfterConversionAndCanBeErased() async throws {
         try await withApp { client, dependencies in
             let subscribers = (0..<6).map { "old-\($0)-" + UUID().uuidString.lowercased() }

@@ -20,6 +20,21 @@ public enum PlainStreamConversion {
     /// A converted stream's id: the prefix, `ps-` and 32 hexadecimal digits.
     static let convertedPattern = "^subscriber-ps-[0-9a-f]{32}$"
 
+    /// The next `batch` streams to convert. Its condition is the predicate
+    /// of the partial index `streams_unconverted` (sql/0041), word for
+    /// word, so it reads that index, normally empty, and not every stream.
+    /// Planned at each run: a plan prepared for any parameters could not
+    /// use the index (its predicate holds only for these values).
+    static func pendingStreams(batch: Int) -> PostgresQuery {
+        var query: PostgresQuery = """
+            SELECT stream_id FROM streams
+            WHERE starts_with(stream_id, \(SubscriberStreams.prefix)) AND stream_id !~ \(convertedPattern)
+            ORDER BY stream_id LIMIT \(batch)
+            """
+        query.mayPrepare = false
+        return query
+    }
+
     /// Converts every plain subscriber stream, `batch` streams a
     /// transaction; returns how many.
     @discardableResult
@@ -30,11 +45,7 @@ public enum PlainStreamConversion {
         do {
             var converted = 0
             while true {
-                let streams = try await connection.query("""
-                    SELECT stream_id FROM streams
-                    WHERE starts_with(stream_id, \(SubscriberStreams.prefix)) AND stream_id !~ \(convertedPattern)
-                    ORDER BY stream_id LIMIT \(batch)
-                    """).map { try $0.decode(String.self, at: 0) }
+                let streams = try await connection.query(pendingStreams(batch: batch)).map { try $0.decode(String.self, at: 0) }
                 guard !streams.isEmpty else { break }
                 try await connection.withTransaction { connection in
                     for streamID in streams { try await convert(streamID, on: connection) }
