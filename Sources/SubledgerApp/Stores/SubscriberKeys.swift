@@ -18,10 +18,27 @@ public enum SubscriberKeys {
     /// key already stored wins and this one is dropped (the append that
     /// sealed with it then fails its expected version and is decided again).
     public static func insertQuery(subscriberID: String, key: SubscriberKey) -> PostgresQuery {
-        """
-        INSERT INTO subscriber_keys (pseudonym, subscriber_id, key)
-        VALUES (\(SubscriberPseudonyms.pseudonym(for: subscriberID)), \(subscriberID), \(key.rawValue)) ON CONFLICT DO NOTHING
-        """
+        insertQuery([(subscriberID, key)])!
+    }
+
+    /// The inserts of a write's new keys as one statement (nil: none), each
+    /// row as `insertQuery(subscriberID:key:)`'s. One statement rather than
+    /// one a subscriber: an import batch makes about a hundred, each a
+    /// statement of its own to parse, plan and answer. Rows go in pseudonym
+    /// order, so two writers that make the same keys wait for each other
+    /// in the same order.
+    public static func insertQuery(_ keys: [(subscriberID: String, key: SubscriberKey)]) -> PostgresQuery? {
+        guard !keys.isEmpty else { return nil }
+        let rows = keys.map { (pseudonym: SubscriberPseudonyms.pseudonym(for: $0.subscriberID), $0.subscriberID, $0.key) }
+            .sorted { $0.pseudonym < $1.pseudonym }
+        let document = "[" + rows.map { pseudonym, subscriberID, key in
+            "{\"p\":\(JSONArgument.string(pseudonym)),\"s\":\(JSONArgument.string(subscriberID)),\"k\":\"\(key.rawValue.base64EncodedString())\"}"
+        }.joined(separator: ",") + "]"
+        return """
+            INSERT INTO subscriber_keys (pseudonym, subscriber_id, key)
+            SELECT e->>'p', e->>'s', decode(e->>'k', 'base64') FROM jsonb_array_elements(\(PostgresJSON(text: document))::jsonb) e
+            ON CONFLICT DO NOTHING
+            """
     }
 
     /// The subscriber's key if it has one (`nil`: never written, or erased).

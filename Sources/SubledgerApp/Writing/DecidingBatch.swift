@@ -35,8 +35,8 @@ struct DecidingBatch {
     /// Each subscriber's last command in the batch.
     private var lastCommand: [String: Int] = [:]
     var outcomes: [WriteOutcome]
-    /// Inserts of the keys made for first writes, for the commit's pipeline.
-    private(set) var newKeys: [PostgresQuery] = []
+    /// The keys made for first writes, inserted in the commit's pipeline.
+    private(set) var newKeys: [(subscriberID: String, key: SubscriberKey)] = []
 
     /// Reads every stream the batch names (each a snapshot and the tail of
     /// its stream, all in one query) and the owners of its transactions.
@@ -140,7 +140,7 @@ struct DecidingBatch {
 
     /// Every stream's new events, each expecting the version it was read
     /// at, personal fields sealed with the subscriber's key; a subscriber
-    /// written for the first time gets a key (its insert in `newKeys`).
+    /// written for the first time gets a key (in `newKeys`).
     mutating func appends(sources: [String]) throws -> [StreamAppend] {
         try appendedStreams.map { subscriberID in
             var stream = streams[subscriberID]!
@@ -154,7 +154,7 @@ struct DecidingBatch {
                 key = SubscriberKey.generate()
                 stream.key = key
                 streams[subscriberID] = stream
-                newKeys.append(SubscriberKeys.insertQuery(subscriberID: subscriberID, key: key))
+                newKeys.append((subscriberID, key))
             }
             // Hashed once per stream, not once per event.
             let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)

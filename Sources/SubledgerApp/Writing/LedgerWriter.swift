@@ -233,7 +233,8 @@ public struct LedgerWriter: Sendable {
         started = clock.now
         let claims = work.claims
         // New subscribers' keys commit with their first events.
-        let ownership = work.newKeys + OwnershipStore.statements(claims: claims, transactions: work.transactionRows)
+        let ownership = [SubscriberKeys.insertQuery(work.newKeys)].compactMap { $0 }
+            + OwnershipStore.statements(claims: claims, transactions: work.transactionRows)
         let results: [StreamAppendResult]
         do {
             if let alongside = batch.alongside {
