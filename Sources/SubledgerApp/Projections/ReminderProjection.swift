@@ -166,7 +166,7 @@ extension ReminderProjection: StreamwiseConsumer {
         for stream in streams {
             // An erased subscriber (no key) has no reminders, as live.
             guard let pseudonym = SubscriberStreams.pseudonym(ofStream: stream.streamID),
-                  let entry = keyring.entry(forPseudonym: pseudonym) else { continue }
+                  let entry = try keyring.entry(forPseudonym: pseudonym) else { continue }
             var fold = ReminderFold(subscriberID: entry.subscriberID)
             for (version, event) in stream.events {
                 fold.apply(try SubscriberStreams.opened(event, key: entry.key, pseudonym: pseudonym), version: version, catalog: catalog)

@@ -82,7 +82,7 @@ extension SubscriberKeyring {
     /// and released with the page.
     func ledger(taking stream: inout StreamEvents<RecordedLedgerEvent>) throws -> (pseudonym: String, ledger: SubscriberLedger)? {
         guard let pseudonym = SubscriberStreams.pseudonym(ofStream: stream.streamID) else { return nil }
-        let entry = entry(forPseudonym: pseudonym)
+        let entry = try entry(forPseudonym: pseudonym)
         var events: [RecordedLedgerEvent] = []
         swap(&events, &stream.events)
         var ledger = SubscriberLedger(subscriberID: entry?.subscriberID ?? pseudonym, capacity: events.count)

@@ -142,22 +142,38 @@ public enum SubscriberKeys {
 /// only added while a rebuild loads: erasure, which deletes one, waits for
 /// no rebuild to be loading (`SubscriberErasure`).
 public final class SubscriberKeyring: Sendable {
-    private let entries = Mutex<[String: SubscriberKeys.Entry]>([:])
+    /// A key as stored: it is made from its bytes when a stream asks for it.
+    /// Every worker loads every key and reads only its own range of the
+    /// streams, so making each key at load made twice the keys a rebuild uses.
+    private struct Stored: Sendable {
+        var subscriberID: String
+        var key: Data
+    }
+
+    private let entries = Mutex<[String: Stored]>([:])
 
     public init() {}
 
     /// Adds every key `connection`'s snapshot sees (a rebuild reads every stream anyway).
     public func load(on connection: Connection) async throws {
-        var loaded: [String: SubscriberKeys.Entry] = [:]
-        for row in try await connection.query("SELECT pseudonym, subscriber_id, key FROM subscriber_keys") {
-            loaded[try row.decode(String.self, at: 0)] = SubscriberKeys.Entry(
-                subscriberID: try row.decode(String.self, at: 1), key: try SubscriberKey(rawValue: try row.decode(Data.self, at: 2)))
+        // Binary: a key's bytes as they are, where the text form is hex to parse.
+        let loaded = try await connection.query("SELECT pseudonym, subscriber_id, key FROM subscriber_keys",
+                                                into: [String: Stored](), binaryResults: true) { loaded, row throws(PostgresError) in
+            loaded[String(decoding: try row.bytes(at: 0), as: UTF8.self)] = Stored(
+                subscriberID: String(decoding: try row.bytes(at: 1), as: UTF8.self), key: Data(try row.bytes(at: 2)))
         }
-        entries.withLock { $0.merge(loaded) { _, new in new } }
+        entries.withLock { entries in
+            if entries.isEmpty { entries = loaded } else { entries.merge(loaded) { _, new in new } }
+        }
     }
 
     /// Drops what `load` read, once the rebuild is done.
     public func clear() { entries.withLock { $0 = [:] } }
 
-    public func entry(forPseudonym pseudonym: String) -> SubscriberKeys.Entry? { entries.withLock { $0[pseudonym] } }
+    /// The subscriber and key of the stream named `pseudonym` (nil: no key,
+    /// the subscriber was erased); throws when the stored key is not a key.
+    public func entry(forPseudonym pseudonym: String) throws -> SubscriberKeys.Entry? {
+        guard let stored = entries.withLock({ $0[pseudonym] }) else { return nil }
+        return SubscriberKeys.Entry(subscriberID: stored.subscriberID, key: try SubscriberKey(rawValue: stored.key))
+    }
 }
