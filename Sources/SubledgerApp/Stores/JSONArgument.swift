@@ -14,4 +14,14 @@ enum JSONArgument {
     static func strings(_ values: [String]) -> PostgresJSON {
         PostgresJSON(text: "[" + values.map(string).joined(separator: ",") + "]")
     }
+
+    /// A JSON array of objects with the string fields `keys`, one object a
+    /// row of values (in the keys' order): rows a statement reads with
+    /// `jsonb_array_elements(…) e` as `e->>'key'`.
+    static func objects(_ keys: [String], _ rows: some Sequence<[String]>) -> PostgresJSON {
+        let names = keys.map { string($0) + ":" }
+        return PostgresJSON(text: "[" + rows.map { values in
+            "{" + zip(names, values).map { $0 + string($1) }.joined(separator: ",") + "}"
+        }.joined(separator: ",") + "]")
+    }
 }

@@ -121,12 +121,10 @@ struct OwnershipStore: Sendable {
             .sorted { $0.originalTransactionID < $1.originalTransactionID }
         let fresh = changed.filter { $0.previousOwner == nil }
         if !fresh.isEmpty {
-            let document = "[" + fresh.map {
-                "{\"o\":\(JSONArgument.string($0.originalTransactionID)),\"s\":\(JSONArgument.string($0.newOwner))}"
-            }.joined(separator: ",") + "]"
+            let rows = JSONArgument.objects(["o", "s"], fresh.map { [$0.originalTransactionID, $0.newOwner] })
             statements.append("""
                 INSERT INTO transaction_owners (original_transaction_id, subscriber_id)
-                SELECT e->>'o', e->>'s' FROM jsonb_array_elements(\(PostgresJSON(text: document))::jsonb) e
+                SELECT e->>'o', e->>'s' FROM jsonb_array_elements(\(rows)::jsonb) e
                 """)
         }
         for claim in changed {
@@ -135,12 +133,10 @@ struct OwnershipStore: Sendable {
         }
         guard !transactions.isEmpty else { return statements }
         let unique = Set(transactions).sorted { ($0.transactionID, $0.subscriberID) < ($1.transactionID, $1.subscriberID) }
-        let document = "[" + unique.map {
-            "{\"t\":\(JSONArgument.string($0.transactionID)),\"o\":\(JSONArgument.string($0.originalTransactionID)),\"s\":\(JSONArgument.string($0.subscriberID))}"
-        }.joined(separator: ",") + "]"
+        let rows = JSONArgument.objects(["t", "o", "s"], unique.map { [$0.transactionID, $0.originalTransactionID, $0.subscriberID] })
         statements.append("""
             INSERT INTO transaction_ids (transaction_id, original_transaction_id, subscriber_id)
-            SELECT e->>'t', e->>'o', e->>'s' FROM jsonb_array_elements(\(PostgresJSON(text: document))::jsonb) e
+            SELECT e->>'t', e->>'o', e->>'s' FROM jsonb_array_elements(\(rows)::jsonb) e
             ON CONFLICT (transaction_id, subscriber_id) DO NOTHING
             """)
         return statements

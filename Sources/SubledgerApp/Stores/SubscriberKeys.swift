@@ -29,14 +29,12 @@ public enum SubscriberKeys {
     /// in the same order.
     public static func insertQuery(_ keys: [(subscriberID: String, key: SubscriberKey)]) -> PostgresQuery? {
         guard !keys.isEmpty else { return nil }
-        let rows = keys.map { (pseudonym: SubscriberPseudonyms.pseudonym(for: $0.subscriberID), $0.subscriberID, $0.key) }
-            .sorted { $0.pseudonym < $1.pseudonym }
-        let document = "[" + rows.map { pseudonym, subscriberID, key in
-            "{\"p\":\(JSONArgument.string(pseudonym)),\"s\":\(JSONArgument.string(subscriberID)),\"k\":\"\(key.rawValue.base64EncodedString())\"}"
-        }.joined(separator: ",") + "]"
+        let rows = JSONArgument.objects(["p", "s", "k"], keys.map {
+            [SubscriberPseudonyms.pseudonym(for: $0.subscriberID), $0.subscriberID, $0.key.rawValue.base64EncodedString()]
+        }.sorted { $0[0] < $1[0] })
         return """
             INSERT INTO subscriber_keys (pseudonym, subscriber_id, key)
-            SELECT e->>'p', e->>'s', decode(e->>'k', 'base64') FROM jsonb_array_elements(\(PostgresJSON(text: document))::jsonb) e
+            SELECT e->>'p', e->>'s', decode(e->>'k', 'base64') FROM jsonb_array_elements(\(rows)::jsonb) e
             ON CONFLICT DO NOTHING
             """
     }
