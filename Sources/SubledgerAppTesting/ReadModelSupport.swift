@@ -112,7 +112,8 @@ extension AppDependencies {
     /// machine; a long projection that progresses is not cut short by it,
     /// and the error names the transactions that held the horizon.
     public func project(_ consumer: some EventConsumer, batch: Int = 100) async throws {
-        var deadline = ContinuousClock.now + .seconds(90)
+        let patience = Duration.seconds(90)
+        var deadline = ContinuousClock.now + patience
         while try await store.lag(of: consumer.name) > 0 {
             let handled = try await pool.withConnection { try await store.processBatch(consumer, limit: batch, on: $0) }
             if handled == 0 {
@@ -121,7 +122,7 @@ extension AppDependencies {
                 }
                 try await Task.sleep(for: .milliseconds(20))
             } else {
-                deadline = ContinuousClock.now + .seconds(90)
+                deadline = ContinuousClock.now + patience
             }
         }
     }
