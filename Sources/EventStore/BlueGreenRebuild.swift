@@ -25,7 +25,7 @@ extension EventStore {
     ///    applied to them by the consumer's own batch code, in short
     ///    transactions, until a batch comes back short.
     /// 4. The swap, in one transaction: it locks the live consumer's
-    ///    checkpoint row — the row every live batch locks first
+    ///    checkpoint row (each member's, for a consumer of several) — the row every live batch locks first
     ///    (`processBatch`) — so no live batch runs until it commits; applies
     ///    what was committed since step 3; lets the consumer carry over state
     ///    the events do not hold (`prepareSwap`); replaces the live tables
@@ -60,18 +60,21 @@ extension EventStore {
         progress: @escaping @Sendable (Int) -> Void = { _ in }, afterLoad: @Sendable () async throws -> Void = {}
     ) async throws -> Int {
         try await pool.withConnection { connection in
-            guard try await connection.tryLock(.rebuild(consumer.name)) else {
-                throw RebuildAlreadyRunning(consumer: consumer.name)
-            }
+            // Each member's lock, so a rebuild of one of them alone waits for this one.
+            var held: [String] = []
             do {
+                for member in consumer.members.sorted() {
+                    guard try await connection.tryLock(.rebuild(member)) else { throw RebuildAlreadyRunning(consumer: member) }
+                    held.append(member)
+                }
                 let total = try await rebuildHoldingLock(consumer, chunkSize: chunkSize, workers: workers,
                                                          catchUpBatch: catchUpBatch, progress: progress, afterLoad: afterLoad,
                                                          on: connection)
-                try await connection.unlock(.rebuild(consumer.name))
+                for member in held { try await connection.unlock(.rebuild(member)) }
                 return total
             } catch {
-                // A broken connection ends its session and the lock with it.
-                try? await connection.unlock(.rebuild(consumer.name))
+                // A broken connection ends its session and the locks with it.
+                for member in held { try? await connection.unlock(.rebuild(member)) }
                 throw error
             }
         }
@@ -126,7 +129,9 @@ extension EventStore {
             if reached.read < catchUpBatch { break }
         }
         try await connection.withTransaction { connection in
-            _ = try await checkpoint(of: consumer.name, on: connection, lock: true)
+            // Every member's checkpoint row, in one order: a live runner locks
+            // only its own, and no other rebuild holds a member's (the locks above).
+            for member in consumer.members.sorted() { _ = try await checkpoint(of: member, on: connection, lock: true) }
             while true {
                 let (handled, reached) = try await catchUp(consumer, after: position, limit: catchUpBatch, skipping: seenByLoad,
                                                            on: connection)
@@ -136,7 +141,7 @@ extension EventStore {
             }
             try await consumer.prepareSwap(on: connection)
             for table in consumer.tables { try await connection.query("SELECT subledger_shadow_swap(\(table))") }
-            try await saveCheckpoint(position, of: consumer.name, on: connection)
+            for member in consumer.members { try await saveCheckpoint(position, of: member, on: connection) }
         }
         return counter.add(0)
     }

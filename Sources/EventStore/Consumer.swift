@@ -105,7 +105,9 @@ extension EventStore {
                         progress: @Sendable (Int) -> Void = { _ in }) async throws -> Int {
         try await pool.withConnection { connection in
             try await connection.withTransaction { connection in
-                _ = try await checkpoint(of: consumer.name, on: connection, lock: true)
+                // A consumer that stands for several (`StreamwiseConsumer.members`) moves each one's checkpoint.
+                let members = ((consumer as? any StreamwiseConsumer)?.members ?? [consumer.name]).sorted()
+                for member in members { _ = try await checkpoint(of: member, on: connection, lock: true) }
                 try await consumer.reset(on: connection)
                 var position = Checkpoint.start
                 var total = 0
@@ -118,7 +120,7 @@ extension EventStore {
                     progress(total)
                 }
                 try await consumer.finishRebuild(on: connection)
-                try await saveCheckpoint(position, of: consumer.name, on: connection)
+                for member in members { try await saveCheckpoint(position, of: member, on: connection) }
                 return total
             }
         }

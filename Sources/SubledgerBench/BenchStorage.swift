@@ -49,7 +49,7 @@ struct StorageBench {
             progress.update("\(done.lines) lines")
         }
         progress.finish("imported")
-        for consumer in Projections.all(store: store, catalog: catalog) {
+        for consumer in Projections.rebuilt(nil, store: store, catalog: catalog) {
             let display = TerminalProgress(label: "storage: rebuild \(consumer.name)")
             _ = try await ProjectionRebuild.rebuild(consumer, store: store) {
                 display.update("\($0) events")

@@ -9,8 +9,9 @@ struct Rebuild: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Rebuild projections from the event log (all of them, or the one named).",
         discussion: """
-            Each projection is rebuilt blue-green: two workers read the log stream by stream in \
-            chunks, fold them in memory and bulk-load shadow tables, which then catch up on what was \
+            Each projection is rebuilt blue-green (all of them in one pass over the log when none is \
+            named): two workers read the log stream by stream in chunks, fold them in memory and \
+            bulk-load shadow tables, which then catch up on what was \
             written meanwhile and are swapped in by one short transaction that hands over the live \
             consumer's checkpoint. `serve` keeps answering from the old tables, and its consumer keeps \
             them current, until the swap. Projections: \(Projections.names.joined(separator: ", ")).
@@ -39,8 +40,7 @@ struct Rebuild: AsyncParsableCommand {
         try await CommandDatabase.with(options) { opened in
             let store = EventStore(pool: opened.pool, logger: opened.logger)
             let total = try await opened.pool.query("SELECT count(*) FROM events").first?.decode(Int.self, at: 0) ?? 0
-            for consumer in Projections.all(store: store, catalog: opened.catalog.catalog)
-            where projection == nil || consumer.name == projection {
+            for consumer in Projections.rebuilt(projection, store: store, catalog: opened.catalog.catalog) {
                 let display = TerminalProgress(label: "rebuilding \(consumer.name)")
                 let started = ContinuousClock.now
                 let report: @Sendable (Int) -> Void = { done in

@@ -74,8 +74,8 @@ struct AnalyticsContributionUnreadable: Error, CustomStringConvertible {
 /// memory and written once the load is over.
 extension AnalyticsProjection: StreamwiseConsumer {
     public struct LoadedPart: Sendable {
-        var contributions: CopyBinaryRows
-        var sums: [AnalyticsRows.Cell: Int64]
+        var contributions = CopyBinaryRows()
+        var sums: [AnalyticsRows.Cell: Int64] = [:]
     }
 
     public var streamPrefix: String { SubscriberStreams.prefix }
@@ -93,17 +93,22 @@ extension AnalyticsProjection: StreamwiseConsumer {
     }
 
     public func rows(for streams: consuming [StreamEvents<RecordedLedgerEvent>]) throws -> LoadedPart {
-        var part = LoadedPart(contributions: CopyBinaryRows(), sums: [:])
+        var part = LoadedPart()
         for index in streams.indices {
             guard let (pseudonym, ledger) = try keyring.ledger(taking: &streams[index]) else { continue }
-            let items = ledger.analyticsContribution(catalog: catalog)
-            guard !items.isEmpty else { continue }
-            part.contributions.beginRow(fields: 2)
-            part.contributions.append(pseudonym)
-            part.contributions.append(bytes: AnalyticsContributionCoding.encode(items))
-            AnalyticsRows.add(items, times: 1, to: &part.sums)
+            add(ledger, pseudonym: pseudonym, to: &part)
         }
         return part
+    }
+
+    /// A subscriber's contribution, folded from their whole stream: its row and its sums.
+    func add(_ ledger: SubscriberLedger, pseudonym: String, to part: inout LoadedPart) {
+        let items = ledger.analyticsContribution(catalog: catalog)
+        guard !items.isEmpty else { return }
+        part.contributions.beginRow(fields: 2)
+        part.contributions.append(pseudonym)
+        part.contributions.append(bytes: AnalyticsContributionCoding.encode(items))
+        AnalyticsRows.add(items, times: 1, to: &part.sums)
     }
 
     public func insert(_ parts: [LoadedPart], into tables: ProjectionTables, on connection: Connection) async throws {

@@ -20,6 +20,13 @@ public enum Projections {
         [ReminderProjection(store: store, catalog: catalog), SubscriptionProjection(store: store, catalog: catalog),
          AnalyticsProjection(catalog: catalog)]
     }
+
+    /// What `subledger rebuild` rebuilds: the projection named, or (nil)
+    /// all of them in one pass over the log (`ProjectionsTogether`).
+    public static func rebuilt(_ name: String?, store: EventStore, catalog: Catalog) -> [any EventConsumer] {
+        guard let name else { return [ProjectionsTogether(store: store, catalog: catalog)] }
+        return all(store: store, catalog: catalog).filter { $0.name == name }
+    }
 }
 
 /// The reminder workers `serve` runs, in dependency order: the projection's

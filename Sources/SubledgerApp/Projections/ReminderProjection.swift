@@ -146,6 +146,12 @@ extension ReminderProjection: StreamwiseConsumer {
     public struct Rows: Sendable {
         var progress: [ReminderRows.Progress] = []
         var reminders: [ScheduledReminder] = []
+
+        /// A subscriber's rows once their whole stream is folded.
+        mutating func add(_ fold: ReminderFold, catalog: Catalog) {
+            progress.append(fold.progress(catalog: catalog))
+            reminders += fold.schedule.changedReminders
+        }
     }
 
     public var streamPrefix: String { SubscriberStreams.prefix }
@@ -171,8 +177,7 @@ extension ReminderProjection: StreamwiseConsumer {
             for (version, event) in stream.events {
                 fold.apply(try SubscriberStreams.opened(event, key: entry.key, pseudonym: pseudonym), version: version, catalog: catalog)
             }
-            rows.progress.append(fold.progress(catalog: catalog))
-            rows.reminders += fold.schedule.changedReminders
+            rows.add(fold, catalog: catalog)
         }
         return rows
     }
