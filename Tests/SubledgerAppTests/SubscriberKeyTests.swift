@@ -104,8 +104,49 @@ import Testing
         return String(decoding: plain, as: UTF8.self)
     }
 
+    /// The digest as RFC 4648 §5 defines base64url (no padding), through
+    /// Foundation's base64: independent of the service's own encoder.
     static func digest(_ ledgerKey: String, with key: SymmetricKey) -> String {
-        SubscriberKey.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data(ledgerKey.utf8), using: key)))
+        referenceBase64URL(Data(HMAC<SHA256>.authenticationCode(for: Data(ledgerKey.utf8), using: key)))
+    }
+
+    static func referenceBase64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The service's base64url equals Foundation's for every length of
+    /// input up to 70 bytes (every remainder of three) and random bytes,
+    /// whole or cut to fewer characters, and decodes back.
+    @Test func base64URLMatchesTheStandardEncoding() throws {
+        var random = SplitMix64(seed: 4_648)
+        for length in 0...70 {
+            for _ in 0..<20 {
+                let data = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &random) })
+                let encoded = SubscriberKey.base64URL(data)
+                #expect(encoded == Self.referenceBase64URL(data), "\(length) bytes")
+                #expect(SubscriberKey.data(base64URL: Substring(encoded)) == data)
+                let cut = Int.random(in: 0...encoded.count, using: &random)
+                #expect(data.withUnsafeBytes { SubscriberKey.base64URL($0, characters: cut) } == String(encoded.prefix(cut)))
+            }
+        }
+        let key = SubscriberKey.generate()
+        #expect(key.digest(ofLedgerKey: "device:7", characters: 22) == String(key.digest(ofLedgerKey: "device:7").prefix(22)))
+    }
+
+    /// Keys made together are as keys made one by one: each of the stored
+    /// form, all different, each sealing what only it opens.
+    @Test func keysMadeTogetherAreDistinctKeys() throws {
+        let keys = SubscriberKey.generate(count: 200)
+        #expect(keys.count == 200 && SubscriberKey.generate(count: 0).isEmpty)
+        #expect(Set(keys.map(\.rawValue)).count == 200)
+        for key in keys {
+            #expect(key.rawValue.count == 65 && key.rawValue.first == 2)
+            #expect(try SubscriberKey(rawValue: key.rawValue).digest(ofLedgerKey: "d") == key.digest(ofLedgerKey: "d"))
+        }
+        let sealed = try keys[0].seal("device-1", pseudonym: Self.pseudonym)
+        #expect(try keys[0].open(sealed, pseudonym: Self.pseudonym) == "device-1")
+        #expect(throws: SealError.unreadable) { try keys[1].open(sealed, pseudonym: Self.pseudonym) }
     }
 
     /// A sealed event as stored holds none of its personal values in any

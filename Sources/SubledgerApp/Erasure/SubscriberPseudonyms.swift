@@ -36,8 +36,15 @@ public struct PseudonymScheme: Sendable, Equatable {
     /// collision among subscriber ids.
     static let digits = 32
 
-    /// The HMAC key; nil: the unkeyed scheme.
-    private let key: [UInt8]?
+    /// An HMAC under the scheme's key, with nothing authenticated yet (each
+    /// pseudonym copies it rather than keying one again); nil: the unkeyed scheme.
+    private let keyed: KeyedMAC?
+
+    /// `HMAC` is a value that is only read once made; the box shares it.
+    private final class KeyedMAC: @unchecked Sendable {
+        let mac: HMAC<SHA256>
+        init(_ key: [UInt8]) { mac = HMAC<SHA256>(key: SymmetricKey(data: key)) }
+    }
 
     /// The scheme's name as `stream_naming` records it: `sha256`, or
     /// `hmac-sha256:` and 16 hexadecimal digits of the key's HMAC of a fixed
@@ -53,7 +60,7 @@ public struct PseudonymScheme: Sendable, Equatable {
     }
 
     private init(key: [UInt8]?) {
-        self.key = key
+        keyed = key.map(KeyedMAC.init)
         if let key {
             let check = HMAC<SHA256>.authenticationCode(for: Array("subledger pseudonym scheme check".utf8), using: SymmetricKey(data: key))
             name = "hmac-sha256:" + InstallationSecret.hex(check, digits: 16)
@@ -69,8 +76,10 @@ public struct PseudonymScheme: Sendable, Equatable {
     public func pseudonym(for subscriberID: String) -> String {
         var message = Self.domain
         message.append(contentsOf: subscriberID.utf8)
-        if let key {
-            return "ps-" + InstallationSecret.hex(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)), digits: Self.digits)
+        if let keyed {
+            var mac = keyed.mac
+            mac.update(data: message)
+            return "ps-" + InstallationSecret.hex(mac.finalize(), digits: Self.digits)
         }
         return "ps-" + InstallationSecret.hex(SHA256.hash(data: message), digits: Self.digits)
     }

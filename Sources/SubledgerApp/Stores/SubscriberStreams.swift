@@ -33,7 +33,7 @@ public enum SubscriberStreams {
     /// separator and the whole digest (the unique index's largest column;
     /// sql/0035 cut the keys stored before to this form).
     public static func storeKey(key: SubscriberKey, ledgerKey: String) -> String {
-        String(key.digest(ofLedgerKey: ledgerKey).prefix(storeKeyLength))
+        key.digest(ofLedgerKey: ledgerKey, characters: storeKeyLength)
     }
 
     /// Characters of a stored idempotency key (`storeKey`).

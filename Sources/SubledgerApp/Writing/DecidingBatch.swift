@@ -142,7 +142,9 @@ struct DecidingBatch {
     /// at, personal fields sealed with the subscriber's key; a subscriber
     /// written for the first time gets a key (in `newKeys`).
     mutating func appends(sources: [String]) throws -> [StreamAppend] {
-        try appendedStreams.map { subscriberID in
+        let appended = appendedStreams
+        var fresh = SubscriberKey.generate(count: appended.count(where: { streams[$0]!.key == nil }))
+        return try appended.map { subscriberID in
             var stream = streams[subscriberID]!
             let key: SubscriberKey
             if let existing = stream.key {
@@ -151,7 +153,7 @@ struct DecidingBatch {
                 // A stream with events always has its key, unless erased
                 // (refused by `decide`; a transfer's previous owner is refused here).
                 guard stream.version == 0, !stream.isErased else { throw LedgerError.erased }
-                key = SubscriberKey.generate()
+                key = fresh.removeLast()
                 stream.key = key
                 streams[subscriberID] = stream
                 newKeys.append((subscriberID, key))
