@@ -102,9 +102,33 @@ extension LedgerWriter {
             _ = try await write(WriteBatch((0..<history.int(sizes)).map { _ in history.next() }, refusals: .skip))
         }
     }
+
+    /// Writes `batches` one after another, `pause` apart, in a task of
+    /// their own: writes going on while a test does something else.
+    public func writeInBackground(_ batches: [[WriteCommand]], pause: Duration) -> Task<Void, any Error> {
+        Task {
+            for batch in batches {
+                _ = try await write(WriteBatch(batch, refusals: .skip))
+                try await Task.sleep(for: pause)
+            }
+        }
+    }
 }
 
 extension AppDependencies {
+    /// Live runners in a task of their own until it is cancelled: batches of
+    /// at most `limit` events for each consumer in turn, `pause` apart.
+    public func runInBackground(_ consumers: [any EventConsumer], limit: Int, pause: Duration) -> Task<Void, Never> {
+        Task {
+            while !Task.isCancelled {
+                for consumer in consumers {
+                    _ = try? await pool.withConnection { try await store.processBatch(consumer, limit: limit, on: $0) }
+                }
+                try? await Task.sleep(for: pause)
+            }
+        }
+    }
+
     /// Runs `consumer` until it has handled everything appended, in batches
     /// of `batch`; gives up after 90 s without progress. The events wait
     /// below the cluster's oldest running transaction (the commit horizon),

@@ -27,21 +27,9 @@ struct BlueGreenRebuildTests {
         try await dependencies.project(subscriptions)
         try await dependencies.project(reminders)
         let batches = (0..<80).map { _ in (0..<history.int(1...3)).map { _ in history.next() } }
-        let writes = Task {
-            for batch in batches {
-                _ = try await writer.write(WriteBatch(batch, refusals: .skip))
-                try await Task.sleep(for: .milliseconds(1))
-            }
-        }
+        let writes = writer.writeInBackground(batches, pause: .milliseconds(1))
         let store = dependencies.store
-        let live = Task {
-            while !Task.isCancelled {
-                for projection in [subscriptions, reminders] as [any EventConsumer] {
-                    _ = try? await dependencies.pool.withConnection { try await store.processBatch(projection, limit: 4, on: $0) }
-                }
-                try? await Task.sleep(for: .milliseconds(2))
-            }
-        }
+        let live = dependencies.runInBackground([subscriptions, reminders], limit: 4, pause: .milliseconds(2))
         for chunkSize in [3, 40] {
             try await store.rebuildStreamwise(subscriptions, chunkSize: chunkSize, catchUpBatch: 3)
             try await store.rebuildStreamwise(reminders, chunkSize: chunkSize, catchUpBatch: 3)

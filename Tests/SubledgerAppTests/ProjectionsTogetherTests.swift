@@ -33,20 +33,8 @@ struct ProjectionsTogetherTests {
                                                          by: ActorStamp(role: "admin", keyFingerprint: "t"))
         for projection in live { try await dependencies.project(projection) }
         let batches = (0..<60).map { _ in (0..<history.int(1...3)).map { _ in history.next() } }
-        let writes = Task {
-            for batch in batches {
-                _ = try await writer.write(WriteBatch(batch, refusals: .skip))
-                try await Task.sleep(for: .milliseconds(1))
-            }
-        }
-        let runners = Task {
-            while !Task.isCancelled {
-                for projection in live {
-                    _ = try? await dependencies.pool.withConnection { try await store.processBatch(projection, limit: 4, on: $0) }
-                }
-                try? await Task.sleep(for: .milliseconds(2))
-            }
-        }
+        let writes = writer.writeInBackground(batches, pause: .milliseconds(1))
+        let runners = dependencies.runInBackground(live, limit: 4, pause: .milliseconds(2))
         let together = ProjectionsTogether(store: store, catalog: catalog)
         for chunkSize in [3, 40] {
             try await store.rebuildStreamwise(together, chunkSize: chunkSize, catchUpBatch: 3)

@@ -46,18 +46,8 @@ struct StreamwiseRebuildTests {
         var later: [[WriteCommand]] = []
         for _ in 0..<60 { later.append((0..<history.int(1...3)).map { _ in history.next() }) }
         let batches = later
-        let writes = Task {
-            for batch in batches {
-                _ = try await writer.write(WriteBatch(batch, refusals: .skip))
-                try await Task.sleep(for: .milliseconds(2))
-            }
-        }
-        let live = Task {
-            while !Task.isCancelled {
-                _ = try? await dependencies.pool.withConnection { try await dependencies.store.processBatch(projection, limit: 5, on: $0) }
-                try? await Task.sleep(for: .milliseconds(3))
-            }
-        }
+        let writes = writer.writeInBackground(batches, pause: .milliseconds(2))
+        let live = dependencies.runInBackground([projection], limit: 5, pause: .milliseconds(3))
         for chunkSize in [4, 50] {
             try await dependencies.store.rebuildStreamwise(projection, chunkSize: chunkSize)
         }
