@@ -4,7 +4,9 @@ import Postgres
 /// A rebuild of the same consumer is already running elsewhere.
 public struct RebuildAlreadyRunning: Error, CustomStringConvertible {
     public let consumer: String
-    public var description: String { "a rebuild of \(consumer) is already running; wait for it to finish" }
+    public var description: String {
+        "a rebuild of \(consumer) is already running (or an erasure, which holds its lock for a moment); try again when it ends"
+    }
 }
 
 extension EventStore {

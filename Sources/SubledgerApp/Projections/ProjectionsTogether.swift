@@ -56,19 +56,22 @@ public struct ProjectionsTogether: StreamwiseConsumer {
         rows.subscriptions.reserveCapacity(streams.count)
         for index in streams.indices {
             guard let pseudonym = SubscriberStreams.pseudonym(ofStream: streams[index].streamID) else { continue }
+            // Moved out of the page (its only holder) and popped off the end,
+            // as `SubscriberKeyring.ledger(taking:)` does: no event is copied.
             var events: [StreamEvent] = []
             swap(&events, &streams[index].events)
+            events.reverseByMoving()
             let ledger: SubscriberLedger
             if let entry = try keyring.entry(forPseudonym: pseudonym) {
-                var fold = ReminderFold(subscriberID: entry.subscriberID)
-                for (version, event) in events {
+                var fold = ReminderFold(subscriberID: entry.subscriberID, capacity: events.count)
+                while case let (version, event)? = events.popLast() {
                     fold.apply(try SubscriberStreams.opened(event, key: entry.key, pseudonym: pseudonym), version: version, catalog: catalog)
                 }
                 rows.reminders.add(fold, catalog: catalog)
                 ledger = fold.ledger
             } else {
                 var erased = SubscriberLedger(subscriberID: pseudonym, capacity: events.count)
-                for (_, event) in events { erased.apply(event) }
+                while case let (_, event)? = events.popLast() { erased.apply(event) }
                 ledger = erased
             }
             rows.subscriptions.append(ledger.readModel(catalog: catalog))

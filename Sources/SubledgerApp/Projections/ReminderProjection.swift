@@ -107,8 +107,10 @@ struct ReminderFold {
         schedule = ReminderSchedule(scheduled)
     }
 
-    init(subscriberID: String) {
-        self.init(LedgerReplay(ledger: SubscriberLedger(subscriberID: subscriberID), applied: 0, clock: .distantPast, events: []),
+    /// From nothing; `capacity`: the events the stream holds, if known.
+    init(subscriberID: String, capacity: Int = 0) {
+        self.init(LedgerReplay(ledger: SubscriberLedger(subscriberID: subscriberID, capacity: capacity), applied: 0,
+                               clock: .distantPast, events: []),
                   scheduled: [])
     }
 
