@@ -168,20 +168,6 @@ import Testing
         }
     }
 
-    @Test func anUnreachableAPIIsUnavailableAfterTheRetries() async throws {
-        try await withGooglePlayAPI { api in
-            // Nothing listens on port 9 of loopback; the token endpoint still answers. The HTTP client retries a
-            // refused connection until the request's timeout, so each attempt lasts that long.
-            var settings = GooglePlayAPITest.settings
-            settings.requestTimeout = .milliseconds(300)
-            let client = await api.client(settings: settings, apiURL: "http://127.0.0.1:9")
-            let error = await googlePlayFailure { () async throws(GooglePlayAPIError) in try await Self.fetch(client) }
-            #expect(error?.kind == .unavailable)
-            #expect(error?.message.contains("after 4 attempts") == true)
-            #expect(error?.description.contains(Self.token) == false)
-        }
-    }
-
     @Test func aRateLimitIsWaitedOut() async throws {
         try await withGooglePlayAPI { api in
             await api.fake.putProduct(GooglePlaySamples.productPurchase(), productID: "coins_100", token: Self.token)
