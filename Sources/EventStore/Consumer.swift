@@ -10,6 +10,11 @@ import Postgres
 public protocol EventConsumer: Sendable {
     /// Unique name; the checkpoint's key.
     var name: String { get }
+    /// The live consumers whose tables a rebuild of this one replaces: their
+    /// rebuild locks are taken, and their checkpoints handed over. By default
+    /// the consumer itself; one that folds several read models in one pass
+    /// over the log (a rebuild only, never run live) names each of them.
+    var members: [String] { get }
     /// Applies a batch of events, in commit order.
     func handle(_ events: [RecordedEvent], on connection: Connection) async throws
     /// Empties the read model (for a rebuild), in the rebuild's transaction.
@@ -20,6 +25,7 @@ public protocol EventConsumer: Sendable {
 }
 
 extension EventConsumer {
+    public var members: [String] { [name] }
     public func finishRebuild(on connection: Connection) async throws {}
 }
 
@@ -105,8 +111,8 @@ extension EventStore {
                         progress: @Sendable (Int) -> Void = { _ in }) async throws -> Int {
         try await pool.withConnection { connection in
             try await connection.withTransaction { connection in
-                // A consumer that stands for several (`StreamwiseConsumer.members`) moves each one's checkpoint.
-                let members = ((consumer as? any StreamwiseConsumer)?.members ?? [consumer.name]).sorted()
+                // A consumer that stands for several (`members`) moves each one's checkpoint.
+                let members = consumer.members.sorted()
                 for member in members { _ = try await checkpoint(of: member, on: connection, lock: true) }
                 try await consumer.reset(on: connection)
                 var position = Checkpoint.start

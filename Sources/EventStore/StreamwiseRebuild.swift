@@ -32,11 +32,6 @@ public protocol StreamwiseConsumer: EventConsumer {
     func event(from row: StreamEventRow) throws -> StreamEvent
     /// The streams it reads: those whose id starts with this.
     var streamPrefix: String { get }
-    /// The live consumers whose tables this rebuild replaces: their rebuild
-    /// locks are taken, and their checkpoints handed over at the swap. By
-    /// default the consumer itself; a consumer that folds several read
-    /// models in one pass over the log names each of them.
-    var members: [String] { get }
     /// The tables of its read model; a rebuild fills a shadow copy of each
     /// and swaps them in together.
     var tables: [String] { get }
@@ -65,8 +60,6 @@ public protocol StreamwiseConsumer: EventConsumer {
 }
 
 extension StreamwiseConsumer {
-    public var members: [String] { [name] }
-
     /// A live batch writes into the live tables.
     public func handle(_ events: [RecordedEvent], on connection: Connection) async throws {
         try await handle(events, into: .live, on: connection)

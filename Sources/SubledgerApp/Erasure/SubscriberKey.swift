@@ -189,10 +189,10 @@ public struct SubscriberKey: @unchecked Sendable {
     /// unreadable once the key is destroyed (ledger keys name device ids,
     /// transfers' subscribers and reminders).
     public func digest(ofLedgerKey ledgerKey: String) -> String {
-        digest(ofLedgerKey: ledgerKey, characters: 43)
+        digest(ofLedgerKey: ledgerKey, characters: .max)
     }
 
-    /// The first `characters` (at most 43) of `digest(ofLedgerKey:)`.
+    /// The first `characters` of `digest(ofLedgerKey:)` (43 in all).
     public func digest(ofLedgerKey ledgerKey: String, characters: Int) -> String {
         var mac = digestKey.mac
         var text = ledgerKey

@@ -34,10 +34,13 @@ public struct ProjectionsTogether: StreamwiseConsumer {
         self.catalog = catalog
     }
 
+    /// The three, in the order their steps run.
+    private var parts: [any StreamwiseConsumer] { [reminders, subscriptions, analytics] }
+
     public var name: String { members.joined(separator: "+") }
-    public var members: [String] { [reminders.name, subscriptions.name, analytics.name] }
+    public var members: [String] { parts.map(\.name) }
     public var streamPrefix: String { SubscriberStreams.prefix }
-    public var tables: [String] { reminders.tables + subscriptions.tables + analytics.tables }
+    public var tables: [String] { parts.flatMap(\.tables) }
 
     public struct Rows: Sendable {
         var reminders = ReminderProjection.Rows()
@@ -48,7 +51,7 @@ public struct ProjectionsTogether: StreamwiseConsumer {
     public typealias StreamEvent = ReminderProjection.StreamEvent
 
     public func event(from row: StreamEventRow) throws -> StreamEvent {
-        (row.streamVersion, try SubscriberStreams.ledgerEvent(row))
+        try reminders.event(from: row)
     }
 
     public func rows(for streams: consuming [StreamEvents<StreamEvent>]) throws -> Rows {
@@ -56,21 +59,18 @@ public struct ProjectionsTogether: StreamwiseConsumer {
         rows.subscriptions.reserveCapacity(streams.count)
         for index in streams.indices {
             guard let pseudonym = SubscriberStreams.pseudonym(ofStream: streams[index].streamID) else { continue }
-            // Moved out of the page (its only holder) and popped off the end,
-            // as `SubscriberKeyring.ledger(taking:)` does: no event is copied.
-            var events: [StreamEvent] = []
-            swap(&events, &streams[index].events)
-            events.reverseByMoving()
             let ledger: SubscriberLedger
             if let entry = try keyring.entry(forPseudonym: pseudonym) {
-                var fold = ReminderFold(subscriberID: entry.subscriberID, capacity: events.count)
-                while case let (version, event)? = events.popLast() {
-                    fold.apply(try SubscriberStreams.opened(event, key: entry.key, pseudonym: pseudonym), version: version, catalog: catalog)
-                }
+                let fold = try ReminderFold(wholeStream: &streams[index].events, of: entry, pseudonym: pseudonym, catalog: catalog)
                 rows.reminders.add(fold, catalog: catalog)
                 ledger = fold.ledger
             } else {
+                // Erased: sealed fields stay sealed. Moved out of the page
+                // (its only holder), as `SubscriberKeyring.ledger(taking:)` does.
+                var events: [StreamEvent] = []
+                swap(&events, &streams[index].events)
                 var erased = SubscriberLedger(subscriberID: pseudonym, capacity: events.count)
+                events.reverseByMoving()
                 while case let (_, event)? = events.popLast() { erased.apply(event) }
                 ledger = erased
             }
@@ -87,9 +87,7 @@ public struct ProjectionsTogether: StreamwiseConsumer {
     }
 
     public func handle(_ events: [RecordedEvent], into tables: ProjectionTables, on connection: Connection) async throws {
-        try await reminders.handle(events, into: tables, on: connection)
-        try await subscriptions.handle(events, into: tables, on: connection)
-        try await analytics.handle(events, into: tables, on: connection)
+        for part in parts { try await part.handle(events, into: tables, on: connection) }
     }
 
     public func prepareLoad(on connection: Connection) async throws { try await keyring.load(on: connection) }
@@ -104,21 +102,15 @@ public struct ProjectionsTogether: StreamwiseConsumer {
     }
 
     public func prepareSwap(on connection: Connection) async throws {
-        try await reminders.prepareSwap(on: connection)
-        try await subscriptions.prepareSwap(on: connection)
-        try await analytics.prepareSwap(on: connection)
+        for part in parts { try await part.prepareSwap(on: connection) }
     }
 
     /// For a replay in commit order (`EventStore.rebuild`): each one's own.
     public func reset(on connection: Connection) async throws {
-        try await reminders.reset(on: connection)
-        try await subscriptions.reset(on: connection)
-        try await analytics.reset(on: connection)
+        for part in parts { try await part.reset(on: connection) }
     }
 
     public func finishRebuild(on connection: Connection) async throws {
-        try await reminders.finishRebuild(on: connection)
-        try await subscriptions.finishRebuild(on: connection)
-        try await analytics.finishRebuild(on: connection)
+        for part in parts { try await part.finishRebuild(on: connection) }
     }
 }

@@ -107,11 +107,24 @@ struct ReminderFold {
         schedule = ReminderSchedule(scheduled)
     }
 
-    /// From nothing; `capacity`: the events the stream holds, if known.
-    init(subscriberID: String, capacity: Int = 0) {
-        self.init(LedgerReplay(ledger: SubscriberLedger(subscriberID: subscriberID, capacity: capacity), applied: 0,
+    init(subscriberID: String) {
+        self.init(LedgerReplay(ledger: SubscriberLedger(subscriberID: subscriberID), applied: 0, clock: .distantPast, events: []),
+                  scheduled: [])
+    }
+
+    /// A subscriber's whole stream folded from nothing, each event opened
+    /// with their key (a streamwise rebuild). The events are moved out of
+    /// `events`, which is left empty: taken off the end of the reversed
+    /// array, none is copied.
+    init(wholeStream events: inout [ReminderProjection.StreamEvent], of entry: SubscriberKeys.Entry, pseudonym: String,
+         catalog: Catalog) throws {
+        self.init(LedgerReplay(ledger: SubscriberLedger(subscriberID: entry.subscriberID, capacity: events.count), applied: 0,
                                clock: .distantPast, events: []),
                   scheduled: [])
+        events.reverseByMoving()
+        while case let (version, event)? = events.popLast() {
+            apply(try SubscriberStreams.opened(event, key: entry.key, pseudonym: pseudonym), version: version, catalog: catalog)
+        }
     }
 
     mutating func apply(_ recorded: RecordedLedgerEvent, version: Int64, catalog: Catalog) {
@@ -171,15 +184,12 @@ extension ReminderProjection: StreamwiseConsumer {
 
     public func rows(for streams: consuming [StreamEvents<StreamEvent>]) throws -> Rows {
         var rows = Rows()
-        for stream in streams {
+        for index in streams.indices {
             // An erased subscriber (no key) has no reminders, as live.
-            guard let pseudonym = SubscriberStreams.pseudonym(ofStream: stream.streamID),
+            guard let pseudonym = SubscriberStreams.pseudonym(ofStream: streams[index].streamID),
                   let entry = try keyring.entry(forPseudonym: pseudonym) else { continue }
-            var fold = ReminderFold(subscriberID: entry.subscriberID)
-            for (version, event) in stream.events {
-                fold.apply(try SubscriberStreams.opened(event, key: entry.key, pseudonym: pseudonym), version: version, catalog: catalog)
-            }
-            rows.add(fold, catalog: catalog)
+            rows.add(try ReminderFold(wholeStream: &streams[index].events, of: entry, pseudonym: pseudonym, catalog: catalog),
+                     catalog: catalog)
         }
         return rows
     }
