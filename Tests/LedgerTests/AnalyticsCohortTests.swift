@@ -75,7 +75,9 @@ struct AnalyticsCohortTests {
             let items = (0..<Int(random.next() % 40)).map { _ in
                 AnalyticsItem(day: Int(random.next() % 40_000) - 10_000, environment: random.next() % 2 == 0 ? .production : .sandbox,
                               store: random.next() % 2 == 0 ? .appStore : .googlePlay,
-                              productID: ["pro.monthly", "pro.yearly", "é🙂", ""][Int(random.next() % 4)],
+                              // Sometimes more than 16 strings: indexes past a byte's half.
+                              productID: random.next() % 3 == 0 ? "p\(random.next() % 40)"
+                                  : ["pro.monthly", "pro.yearly", "é🙂", ""][Int(random.next() % 4)],
                               currency: ["", "USD", "JPY"][Int(random.next() % 3)],
                               metric: AnalyticsMetric.allCases[Int(random.next() % UInt64(AnalyticsMetric.allCases.count))],
                               offset: Int(random.next() % 300), value: Int64(bitPattern: random.next()) >> Int64(random.next() % 64))
@@ -88,11 +90,35 @@ struct AnalyticsCohortTests {
         }
     }
 
+    /// A contribution stored by a build before version 2 still reads: the
+    /// projection compares it with the new one and replaces it.
+    @Test func aContributionOfVersion1StillReads() {
+        let stored: [UInt8] = [
+            0x01, 0x03, 0x03, 0x70, 0x72, 0x6F, 0x03, 0x55, 0x53, 0x44, 0x00, 0x02,
+            0xC0, 0xB8, 0x02, 0x00, 0x00, 0x02, 0x00, 0x01, 0x00, 0xE0, 0xBD, 0xC3, 0x09,
+            0xC2, 0xB8, 0x02, 0x01, 0x01, 0x00, 0x00, 0x02, 0x03, 0x01,
+        ]
+        let items = [
+            AnalyticsItem(day: 20_000, environment: .production, store: .appStore, productID: "pro", currency: "USD",
+                          metric: .mrr, value: 9_990_000),
+            AnalyticsItem(day: 20_001, environment: .sandbox, store: .googlePlay, productID: "pro", currency: "",
+                          metric: .activeSubscriptions, offset: 3, value: -1),
+        ]
+        #expect(AnalyticsContributionCoding.decode(stored) == items)
+        #expect(AnalyticsContributionCoding.decode(stored.dropLast()) == nil)
+        // Written now, the same items take version 2's five bytes an item.
+        let written = AnalyticsContributionCoding.encode(items)
+        #expect(written.first == 2 && written.count == stored.count - 8)
+        #expect(AnalyticsContributionCoding.decode(written) == items)
+    }
+
     /// Every metric has a stored code of its own, so a new one cannot be forgotten or collide.
     @Test func everyMetricHasAStoredCode() {
         #expect(Set(AnalyticsContributionCoding.metrics) == Set(AnalyticsMetric.allCases))
         #expect(AnalyticsContributionCoding.metrics.count == AnalyticsMetric.allCases.count)
         // Decoding reads a code as an index: the codes are 0, 1, 2, … each once.
         #expect(AnalyticsContributionCoding.metrics.map(\.code) == (0..<UInt8(AnalyticsMetric.allCases.count)).map { $0 })
+        // Version 2 keeps a metric's code in five bits of an item's head.
+        #expect(AnalyticsMetric.allCases.count <= 32)
     }
 }
