@@ -16,13 +16,12 @@ extension OwnershipStore {
         guard !ids.isEmpty else { return [] }
         let list = JSONArgument.strings(ids.sorted())
         let rows = try await connection.query("""
-            WITH wanted AS (SELECT jsonb_array_elements_text(\(list)::jsonb) AS id)
-            SELECT t.transaction_id, t.original_transaction_id, o.subscriber_id
-            FROM transaction_ids t LEFT JOIN transaction_owners o ON o.original_transaction_id = t.original_transaction_id
-            WHERE t.transaction_id IN (SELECT id FROM wanted)
+            SELECT t.transaction_key, t.original_key, o.subscriber_id
+            FROM subledger_transactions(ARRAY(SELECT jsonb_array_elements_text(\(list)::jsonb))) t
+            LEFT JOIN transaction_owners o ON o.original_transaction_id = t.original_key
             UNION
             SELECT o.original_transaction_id, o.original_transaction_id, o.subscriber_id
-            FROM transaction_owners o WHERE o.original_transaction_id IN (SELECT id FROM wanted)
+            FROM transaction_owners o WHERE o.original_transaction_id IN (SELECT jsonb_array_elements_text(\(list)::jsonb))
             """)
         return try rows.map {
             Link(transactionID: try $0.decode(String.self, at: 0), originalTransactionID: try $0.decode(String.self, at: 1),
