@@ -15,13 +15,21 @@ extension OwnershipStore {
     static func links(of ids: Set<String>, on connection: Connection) async throws -> [Link] {
         guard !ids.isEmpty else { return [] }
         let list = JSONArgument.strings(ids.sorted())
+        // An import asks for every id of a chunk at once (hundreds of
+        // thousands): the planner may join them with the events by hash, and
+        // only the events found are read for their keys.
         let rows = try await connection.query("""
-            SELECT t.transaction_key, t.original_key, o.subscriber_id
-            FROM subledger_transactions(ARRAY(SELECT jsonb_array_elements_text(\(list)::jsonb))) t
-            LEFT JOIN transaction_owners o ON o.original_transaction_id = t.original_key
+            WITH wanted AS (SELECT DISTINCT jsonb_array_elements_text(\(list)::jsonb) AS id),
+                 hashed AS (SELECT id, subledger_key_hash(id) AS hash FROM wanted),
+                 recorded AS (
+                     SELECT DISTINCT h.id, coalesce(subledger_original_key(ev.type, ev.data), h.id) AS original
+                     FROM hashed h JOIN events ev ON ev.lookup_key = h.hash AND ev.lookup_key <> 0
+                     WHERE subledger_transaction_key(ev.type, ev.data) = h.id)
+            SELECT r.id, r.original, o.subscriber_id
+            FROM recorded r LEFT JOIN transaction_owners o ON o.original_transaction_id = r.original
             UNION
             SELECT o.original_transaction_id, o.original_transaction_id, o.subscriber_id
-            FROM transaction_owners o WHERE o.original_transaction_id IN (SELECT jsonb_array_elements_text(\(list)::jsonb))
+            FROM transaction_owners o WHERE o.original_transaction_id IN (SELECT id FROM wanted)
             """)
         return try rows.map {
             Link(transactionID: try $0.decode(String.self, at: 0), originalTransactionID: try $0.decode(String.self, at: 1),
