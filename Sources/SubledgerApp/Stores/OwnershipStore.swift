@@ -50,7 +50,7 @@ struct OwnershipStore: Sendable {
     private func locate(key id: String) async throws -> Located? {
         let rows = try await pool.query("""
             SELECT t.transaction_key, t.original_key, t.subscriber_id, o.subscriber_id
-            FROM subledger_transactions(ARRAY[\(id)]) t
+            FROM subledger_transactions(\(Self.keysWithHashes([id]))::jsonb) t
             LEFT JOIN transaction_owners o ON o.original_transaction_id = t.original_key
             ORDER BY coalesce(t.subscriber_id = o.subscriber_id, false) DESC, t.event_position DESC
             """)
@@ -96,7 +96,7 @@ struct OwnershipStore: Sendable {
         guard !ids.isEmpty else { return nil }
         // `subledger_owners` (sql/0018) probes the indexes per id with a plan
         // made once per connection, whatever the tables held then.
-        return "SELECT original_transaction_id, subscriber_id FROM subledger_owners(\(JSONArgument.strings(ids.sorted()))::jsonb)"
+        return "SELECT original_transaction_id, subscriber_id FROM subledger_owners(\(keysWithHashes(ids.sorted()))::jsonb)"
     }
 
     static func owners(from rows: PostgresRows) throws -> [String: String] {
@@ -167,6 +167,13 @@ struct OwnershipStore: Sendable {
         var hash: UInt64 = 0
         for byte in Insecure.MD5.hash(data: Data(key.utf8)).prefix(8) { hash = hash << 8 | UInt64(byte) }
         return hash == 0 ? 1 : Int64(bitPattern: hash)
+    }
+
+    /// Keys for the lookups, as `[key, hash]` pairs (`lookupHash`): the
+    /// hashes are the indexes' keys, computed here, not in SQL.
+    static func keysWithHashes(_ keys: [String]) -> PostgresJSON {
+        PostgresJSON(text: "[" + keys.map { "[" + JSONArgument.string($0) + "," + String(lookupHash($0)) + "]" }
+            .joined(separator: ",") + "]")
     }
 
     /// Whether an error means another writer got there first (decide again).
