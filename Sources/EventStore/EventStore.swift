@@ -151,8 +151,6 @@ public struct EventStore: Sendable {
                 JSONText.appendMetadata(event.metadata, to: &out)
                 out += ",\"key\":"
                 if let key = event.idempotencyKey { JSONText.appendString(key, to: &out) } else { out += "null" }
-                if event.lookupKey != 0 { out += ",\"lk\":" + String(event.lookupKey) }
-                if event.lookupGroup != 0 { out += ",\"lg\":" + String(event.lookupGroup) }
                 out += "}"
             }
             out += "]}"

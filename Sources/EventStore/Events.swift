@@ -10,24 +10,15 @@ public struct NewEvent: Sendable {
     public var metadata: EventMetadata
     /// Events with the same key are stored once, across all streams.
     public var idempotencyKey: String?
-    /// Two 64-bit keys the log indexes (`events.lookup_key`, `lookup_group`,
-    /// sql/0044) for finding events by something their data holds; 0 for
-    /// none. The ledger keeps the hashes of the transaction an event records
-    /// and of its original there.
-    public var lookupKey: Int64
-    public var lookupGroup: Int64
 
     public init(id: UUID = EventIDs.next(), type: String, schemaVersion: Int = 1, data: Data,
-                metadata: EventMetadata = EventMetadata(), idempotencyKey: String? = nil,
-                lookupKey: Int64 = 0, lookupGroup: Int64 = 0) {
+                metadata: EventMetadata = EventMetadata(), idempotencyKey: String? = nil) {
         self.id = id
         self.type = type
         self.schemaVersion = schemaVersion
         self.data = data
         self.metadata = metadata
         self.idempotencyKey = idempotencyKey
-        self.lookupKey = lookupKey
-        self.lookupGroup = lookupGroup
     }
 }
 
