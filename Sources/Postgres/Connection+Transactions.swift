@@ -7,7 +7,14 @@ extension Connection {
         isolation level: IsolationLevel = .readCommitted,
         _ body: (Connection) async throws -> T
     ) async throws -> T {
-        try await query(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(level.rawValue)"))
+        do {
+            try await query(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(level.rawValue)"))
+        } catch {
+            // A statement timeout can strike BEGIN after it opened the
+            // block, which it leaves open and aborted.
+            await rollbackQuietly()
+            throw error
+        }
         let value: T
         do {
             value = try await body(self)

@@ -131,6 +131,9 @@ public final class Connection: @unchecked Sendable {
     /// block (the pool asks at every lease, so this saves two thread hops each).
     public func isUsableForReuse() -> Bool {
         guard lock.withLock({ !closed && !brokenFlag && runningJob == nil }) else { return false }
+        // Never lent inside a transaction: one left open (or aborted) refuses
+        // every statement of the next borrower with 25P02.
+        guard let handle, PQtransactionStatus(handle) == PQTRANS_IDLE else { return false }
         // Readable: an idle pooled connection has nothing to hear; if the
         // server spoke, it was to end the session (shutdown, restart, kill).
         return (try? Connection.waitReadable(socket: socket, milliseconds: 0)) == false

@@ -171,7 +171,8 @@ public actor ConnectionPool: Service {
             guard !isClosed else { throw PostgresError(code: .poolClosed, message: "the connection pool is closed") }
             if let connection = idle.popLast() {
                 if connection.isUsableForReuse() { return connection }
-                logger.debug("discarding a connection the server closed", metadata: ["db.pool.open": "\(openCount)"])
+                logger.debug("discarding a connection the server closed or left in a transaction",
+                             metadata: ["db.pool.open": "\(openCount)"])
                 discard(connection)
                 continue
             }

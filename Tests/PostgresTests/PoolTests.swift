@@ -23,6 +23,24 @@ struct PoolTests {
         await pool.close()
     }
 
+    /// A connection that comes back inside a transaction (a statement
+    /// timeout striking BEGIN left one open and aborted, and every later
+    /// borrower's statement failed with 25P02, a 500) is not lent again.
+    @Test func aConnectionLeftInATransactionIsNotLentAgain() async throws {
+        let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: try await TestDatabase.make(), maximumConnections: 1))
+        let first = try await pool.withConnection { connection in
+            try await connection.query("BEGIN")
+            _ = try? await connection.query("SELECT 1 / 0")
+            return try await connection.backendProcessID()
+        }
+        let (second, value) = try await pool.withConnection { connection in
+            (try await connection.backendProcessID(), try await connection.query("SELECT 1").first!.decode(Int.self, at: 0))
+        }
+        #expect(value == 1)
+        #expect(second != first)
+        await pool.close()
+    }
+
     @Test func brokenConnectionsAreReplaced() async throws {
         let conninfo = try await TestDatabase.make()
         let pool = ConnectionPool(configuration: PoolConfiguration(conninfo: conninfo, maximumConnections: 1))
