@@ -124,16 +124,24 @@ public final class Connection: @unchecked Sendable {
         executor.stop()
     }
 
+    /// Whether an idle connection is inside a transaction block (open, or
+    /// aborted and refusing every statement with 25P02 until it ends): libpq's
+    /// own record of the server's last word, read without a round trip. The
+    /// pool never keeps or lends such a connection.
+    public var isInTransaction: Bool {
+        // Read only between jobs: a running one may be changing it.
+        guard lock.withLock({ runningJob == nil }), let handle else { return false }
+        return PQtransactionStatus(handle) != PQTRANS_IDLE
+    }
+
     /// Checks, without a round trip, that an idle connection was not closed by
-    /// the server (a restart sends a termination message and closes the socket).
+    /// the server (a restart sends a termination message and closes the socket)
+    /// and is not inside a transaction (`isInTransaction`).
     /// Runs on the caller's thread, not the connection's: an idle connection
     /// has no job running, and a zero-timeout `poll(2)` of its socket does not
     /// block (the pool asks at every lease, so this saves two thread hops each).
     public func isUsableForReuse() -> Bool {
-        guard lock.withLock({ !closed && !brokenFlag && runningJob == nil }) else { return false }
-        // Never lent inside a transaction: one left open (or aborted) refuses
-        // every statement of the next borrower with 25P02.
-        guard let handle, PQtransactionStatus(handle) == PQTRANS_IDLE else { return false }
+        guard lock.withLock({ !closed && !brokenFlag && runningJob == nil }), !isInTransaction else { return false }
         // Readable: an idle pooled connection has nothing to hear; if the
         // server spoke, it was to end the session (shutdown, restart, kill).
         return (try? Connection.waitReadable(socket: socket, milliseconds: 0)) == false

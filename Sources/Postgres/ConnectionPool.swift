@@ -212,9 +212,11 @@ public actor ConnectionPool: Service {
         }
     }
 
-    /// Returns a leased connection; a broken one is closed and its slot freed.
+    /// Returns a leased connection; a broken one, or one left inside a
+    /// transaction (which would hold its snapshot and locks while idle), is
+    /// closed and its slot freed.
     public func release(_ connection: Connection) {
-        if connection.isBroken || isClosed {
+        if connection.isBroken || isClosed || connection.isInTransaction {
             if connection.isSessionLost { dropIdle(reason: "a connection lost its session") }
             discard(connection)
             wakeWaiterToRetry()

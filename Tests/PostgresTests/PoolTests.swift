@@ -33,6 +33,8 @@ struct PoolTests {
             _ = try? await connection.query("SELECT 1 / 0")
             return try await connection.backendProcessID()
         }
+        // Closed when it came back, not kept idle holding its transaction.
+        #expect(await pool.openConnections == 0)
         let (second, value) = try await pool.withConnection { connection in
             (try await connection.backendProcessID(), try await connection.query("SELECT 1").first!.decode(Int.self, at: 0))
         }
