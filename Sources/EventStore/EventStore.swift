@@ -151,6 +151,8 @@ public struct EventStore: Sendable {
                 JSONText.appendMetadata(event.metadata, to: &out)
                 out += ",\"key\":"
                 if let key = event.idempotencyKey { JSONText.appendString(key, to: &out) } else { out += "null" }
+                if let key = event.lookupKey { out += ",\"lk\":"; JSONText.appendString(key, to: &out) }
+                if let group = event.lookupGroup { out += ",\"lg\":"; JSONText.appendString(group, to: &out) }
                 out += "}"
             }
             out += "]}"

@@ -10,15 +10,24 @@ public struct NewEvent: Sendable {
     public var metadata: EventMetadata
     /// Events with the same key are stored once, across all streams.
     public var idempotencyKey: String?
+    /// Two keys the log indexes (`events.lookup_key`, `lookup_group`,
+    /// sql/0044) for finding events by something their data holds; nil for
+    /// none. The ledger keeps there the transaction an event records and
+    /// its original.
+    public var lookupKey: String?
+    public var lookupGroup: String?
 
     public init(id: UUID = EventIDs.next(), type: String, schemaVersion: Int = 1, data: Data,
-                metadata: EventMetadata = EventMetadata(), idempotencyKey: String? = nil) {
+                metadata: EventMetadata = EventMetadata(), idempotencyKey: String? = nil,
+                lookupKey: String? = nil, lookupGroup: String? = nil) {
         self.id = id
         self.type = type
         self.schemaVersion = schemaVersion
         self.data = data
         self.metadata = metadata
         self.idempotencyKey = idempotencyKey
+        self.lookupKey = lookupKey
+        self.lookupGroup = lookupGroup
     }
 }
 

@@ -83,9 +83,18 @@ struct OwnershipMigrationTests {
             "SELECT replace(original_transaction_id, chr(31), '/'), subscriber_id FROM transaction_owners ORDER BY 1")
         #expect(try owners.map { "\(try $0.decode(String.self, at: 0))=\(try $0.decode(String.self, at: 1))" }.sorted()
                 == ["Sandbox/s1=sand", "p1=prod"])
-        let ids = try await connection.query(
-            "SELECT replace(transaction_id, chr(31), '/'), replace(original_transaction_id, chr(31), '/') FROM transaction_ids ORDER BY 1")
+        // The transaction lookup reads the keys from the events (sql/0044).
+        let ids = try await connection.query("""
+            SELECT replace(key, chr(31), '/'), replace(coalesce(subledger_original_key(type, data), key), chr(31), '/')
+            FROM (SELECT subledger_transaction_key(type, data) AS key, type, data FROM events) e ORDER BY 1
+            """)
         #expect(try ids.map { "\(try $0.decode(String.self, at: 0))>\(try $0.decode(String.self, at: 1))" }.sorted()
                 == ["Sandbox/s2>Sandbox/s1", "p1>p1"])
+        // The events stored before carry their keys (sql/0044).
+        let hashed = try await connection.query("""
+            SELECT count(*) FROM events WHERE lookup_key = subledger_transaction_key(type, data)
+              AND lookup_group = coalesce(subledger_original_key(type, data), '')
+            """)
+        #expect(try hashed.first!.decode(Int64.self, at: 0) == 2)
     }
 }

@@ -209,8 +209,17 @@ struct ImportParallelTests {
         ledger.owners = try await dependencies.pool.query(
             "SELECT original_transaction_id || ' ' || subscriber_id FROM transaction_owners ORDER BY 1").map { try $0.decode(String.self, at: 0) }
         ledger.transactions = try await dependencies.pool.query("""
-            SELECT transaction_id || ' ' || original_transaction_id || ' ' || subscriber_id FROM transaction_ids ORDER BY 1
+            SELECT DISTINCT key || ' ' || coalesce(subledger_original_key(type, data), key) || ' ' || subledger_stream_subscriber(stream_number)
+            FROM (SELECT subledger_transaction_key(type, data) AS key, type, data, stream_number FROM events) e
+            WHERE key IS NOT NULL ORDER BY 1
             """).map { try $0.decode(String.self, at: 0) }
+        // Every event carries the keys its data holds (sql/0044).
+        let unhashed = try await dependencies.pool.query("""
+            SELECT count(*) FROM events
+            WHERE lookup_key <> coalesce(subledger_transaction_key(type, data), '')
+               OR lookup_group <> coalesce(subledger_original_key(type, data), '')
+            """).first!.decode(Int64.self, at: 0)
+        #expect(unhashed == 0)
         return ledger
     }
 

@@ -14,21 +14,26 @@ struct OwnersLookupPlanTests {
         let dependencies = try await makeDependencies(poolSize: 1)
         defer { Task { await dependencies.pool.close() } }
         try await dependencies.pool.withConnection { connection in
-            // Owners o<i> of s<i>, each with a transaction t<i>.
+            // Owners o<i> of s<i>, each with a renewal t<i> recorded in the log
+            // as the writer stores it (a transaction record and its keys,
+            // sql/0044).
             func own(_ numbers: ClosedRange<Int>) async throws {
                 try await connection.query("""
                     INSERT INTO transaction_owners (original_transaction_id, subscriber_id)
                     SELECT 'o' || i, 's' || i FROM generate_series(\(numbers.lowerBound)::integer, \(numbers.upperBound)::integer) i
                     """)
                 try await connection.query("""
-                    INSERT INTO transaction_ids (transaction_id, original_transaction_id, subscriber_id)
-                    SELECT 't' || i, 'o' || i, 's' || i FROM generate_series(\(numbers.lowerBound)::integer, \(numbers.upperBound)::integer) i
+                    INSERT INTO events (stream_number, stream_version, event_id, type, schema_version, data, lookup_key, lookup_group)
+                    SELECT 1000000 + i, 1, gen_random_uuid(), 'renewed', 2,
+                           to_jsonb(format('i%s:%so%s:%sp1:xb1:0s6:import', length('t' || i), 't' || i, length('o' || i), 'o' || i)),
+                           't' || i, 'o' || i
+                    FROM generate_series(\(numbers.lowerBound)::integer, \(numbers.upperBound)::integer) i
                     """)
             }
             // A new deployment: three owners, analyzed, as autovacuum would.
             try await own(1...3)
             try await connection.query("ANALYZE transaction_owners")
-            try await connection.query("ANALYZE transaction_ids")
+            try await connection.query("ANALYZE events")
             // The connection runs the lookup often enough to keep a generic plan.
             for _ in 0..<12 {
                 #expect(try await OwnershipStore.owners(of: ["t1", "o2"], on: connection) == ["o1": "s1", "o2": "s2"])
@@ -40,7 +45,7 @@ struct OwnersLookupPlanTests {
                     == ["o15000": "s15000", "o19999": "s19999"])
                 return try await connection.query("""
                     SELECT relname, seq_scan, coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables
-                    WHERE relname IN ('transaction_owners', 'transaction_ids') ORDER BY relname
+                    WHERE relname IN ('transaction_owners', 'events') ORDER BY relname
                     """).map { (try $0.decode(String.self, at: 0), try $0.decode(Int64.self, at: 1), try $0.decode(Int64.self, at: 2)) }
             }
             #expect(scans.count == 2, "both tables were read: \(scans)")

@@ -16,10 +16,12 @@ extension OwnershipStore {
         guard !ids.isEmpty else { return [] }
         let list = JSONArgument.strings(ids.sorted())
         let rows = try await connection.query("""
-            WITH wanted AS (SELECT jsonb_array_elements_text(\(list)::jsonb) AS id)
-            SELECT t.transaction_id, t.original_transaction_id, o.subscriber_id
-            FROM transaction_ids t LEFT JOIN transaction_owners o ON o.original_transaction_id = t.original_transaction_id
-            WHERE t.transaction_id IN (SELECT id FROM wanted)
+            WITH wanted AS (SELECT DISTINCT k AS id FROM jsonb_array_elements_text(\(list)::jsonb) k),
+                 recorded AS (
+                     SELECT DISTINCT w.id, CASE WHEN ev.lookup_group <> '' THEN ev.lookup_group ELSE w.id END AS original
+                     FROM wanted w JOIN events ev ON ev.lookup_key = w.id AND ev.lookup_key <> '')
+            SELECT r.id, r.original, o.subscriber_id
+            FROM recorded r LEFT JOIN transaction_owners o ON o.original_transaction_id = r.original
             UNION
             SELECT o.original_transaction_id, o.original_transaction_id, o.subscriber_id
             FROM transaction_owners o WHERE o.original_transaction_id IN (SELECT id FROM wanted)

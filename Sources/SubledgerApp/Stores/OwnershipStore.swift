@@ -11,19 +11,13 @@ struct OwnershipClaim: Sendable, Hashable {
     var newOwner: String
 }
 
-/// A row of the transaction lookup.
-struct TransactionRow: Sendable, Hashable {
-    var transactionID: String
-    var originalTransactionID: String
-    var subscriberID: String
-}
-
 /// Another writer changed an ownership row after this decision read it.
 struct OwnershipChanged: Error {}
 
-/// Who owns which original transaction (`transaction_owners`) and which
-/// subscriber recorded which transaction (`transaction_ids`), written beside
-/// the events in the writer's transaction.
+/// Who owns which original transaction (`transaction_owners`, written
+/// beside the events in the writer's transaction), and which subscriber
+/// recorded which transaction, read from the log's own indexes of the keys
+/// its events hold (`subledger_transactions`, sql/0044).
 struct OwnershipStore: Sendable {
     let pool: ConnectionPool
 
@@ -54,23 +48,24 @@ struct OwnershipStore: Sendable {
 
     private func locate(key id: String) async throws -> Located? {
         let rows = try await pool.query("""
-            SELECT t.transaction_id, t.original_transaction_id, t.subscriber_id, o.subscriber_id
-            FROM transaction_ids t LEFT JOIN transaction_owners o ON o.original_transaction_id = t.original_transaction_id
-            WHERE t.transaction_id = \(id) OR t.original_transaction_id = \(id)
-            ORDER BY (t.transaction_id = \(id)) DESC, coalesce(t.subscriber_id = o.subscriber_id, false) DESC, t.recorded_at DESC
-            LIMIT 1
+            SELECT t.transaction_key, t.original_key, t.subscriber_id, o.subscriber_id
+            FROM subledger_transactions(\(JSONArgument.strings([id]))::jsonb) t
+            LEFT JOIN transaction_owners o ON o.original_transaction_id = t.original_key
+            ORDER BY coalesce(t.subscriber_id = o.subscriber_id, false) DESC, t.event_position DESC
             """)
-        guard let row = rows.first else { return nil }
-        let original = try row.decode(String.self, at: 1)
-        let recordedBy = try row.decode(String.self, at: 2)
-        let owner = try row.decode(String?.self, at: 3) ?? recordedBy
+        guard let first = rows.first else { return nil }
+        let original = try first.decode(String.self, at: 1)
+        let recordedBy = try first.decode(String.self, at: 2)
+        let owner = try first.decode(String?.self, at: 3) ?? recordedBy
         let isOriginal = id == original
-        let others = try await pool.query("""
-            SELECT DISTINCT subscriber_id FROM transaction_ids
-            WHERE \(unsafeRaw: isOriginal ? "original_transaction_id" : "transaction_id") = \(id)
-            """)
-        return Located(originalTransactionID: original, owner: owner, isOriginal: isOriginal,
-                       recordedBy: try others.map { try $0.decode(String.self, at: 0) })
+        // Every subscriber that recorded it: as its transaction or, for an
+        // original, as any transaction of it.
+        var subscribers = [String]()
+        for row in rows {
+            let transaction = try row.decode(String.self, at: 0), subscriber = try row.decode(String.self, at: 2)
+            if (isOriginal || transaction == id), !subscribers.contains(subscriber) { subscribers.append(subscriber) }
+        }
+        return Located(originalTransactionID: original, owner: owner, isOriginal: isOriginal, recordedBy: subscribers.sorted())
     }
 
     /// The original transactions `subscriberID` holds now, as ownership
@@ -115,7 +110,7 @@ struct OwnershipStore: Sendable {
     /// by itself when the previous owner no longer holds the original; every
     /// claim of an unowned original is one row of a single INSERT (a batch of
     /// an import claims hundreds), which fails as a whole on any taken one.
-    static func statements(claims: [OwnershipClaim], transactions: [TransactionRow]) -> [PostgresQuery] {
+    static func statements(claims: [OwnershipClaim]) -> [PostgresQuery] {
         var statements = [PostgresQuery]()
         let changed = claims.filter { $0.previousOwner != $0.newOwner }
             .sorted { $0.originalTransactionID < $1.originalTransactionID }
@@ -131,43 +126,28 @@ struct OwnershipStore: Sendable {
             guard let previous = claim.previousOwner else { continue }
             statements.append("SELECT transfer_ownership(\(claim.originalTransactionID), \(previous), \(claim.newOwner))")
         }
-        guard !transactions.isEmpty else { return statements }
-        let unique = Set(transactions).sorted { ($0.transactionID, $0.subscriberID) < ($1.transactionID, $1.subscriberID) }
-        let rows = JSONArgument.objects(["t", "o", "s"], unique.map { [$0.transactionID, $0.originalTransactionID, $0.subscriberID] })
-        statements.append("""
-            INSERT INTO transaction_ids (transaction_id, original_transaction_id, subscriber_id)
-            SELECT e->>'t', e->>'o', e->>'s' FROM jsonb_array_elements(\(rows)::jsonb) e
-            ON CONFLICT (transaction_id, subscriber_id) DO NOTHING
-            """)
         return statements
     }
 
     /// Raised by `transfer_ownership` when the previous owner no longer holds it.
     static let ownershipChanged = SQLState("SL410")
 
-    /// The transaction rows that events recorded for `subscriberID` imply,
-    /// under their environment's ownership keys (`Environment.ownershipKey`).
-    static func transactionRows(for events: [LedgerEvent], subscriberID: String) -> [TransactionRow] {
-        func row(_ fact: TransactionFact) -> TransactionRow {
-            TransactionRow(transactionID: fact.environment.ownershipKey(fact.transactionID),
-                           originalTransactionID: fact.environment.ownershipKey(fact.originalTransactionID), subscriberID: subscriberID)
+    /// The ownership keys (`Store.ownershipKey`) an event records: the
+    /// transaction's (a Play purchase: its order id's), and its original's
+    /// when that is another one (a Play purchase: its token's).
+    static func ownershipKeys(of event: LedgerEvent) -> (transaction: String?, original: String?) {
+        func keys(_ fact: TransactionFact) -> (String?, String?) {
+            (fact.environment.ownershipKey(fact.transactionID),
+             fact.originalTransactionID == fact.transactionID ? nil : fact.environment.ownershipKey(fact.originalTransactionID))
         }
-        return events.flatMap { event -> [TransactionRow] in
-            switch event {
-            case .purchased(let fact), .renewed(let fact), .restored(let fact): [row(fact)]
-            case .transferredIn(let transfer): transfer.transaction.map { [row($0)] } ?? []
-            case .googlePlayPurchase(let purchase):
-                // A Play purchase is found by its token and by its order id.
-                [purchase.purchaseToken, purchase.orderID].compactMap { id in
-                    id.map {
-                        TransactionRow(transactionID: Store.googlePlay.ownershipKey($0, environment: purchase.environment),
-                                       originalTransactionID: Store.googlePlay.ownershipKey(purchase.purchaseToken,
-                                                                                            environment: purchase.environment),
-                                       subscriberID: subscriberID)
-                    }
-                }
-            default: []
-            }
+        switch event {
+        case .purchased(let fact), .renewed(let fact), .restored(let fact): return keys(fact)
+        case .transferredIn(let transfer): return transfer.transaction.map(keys) ?? (nil, nil)
+        case .googlePlayPurchase(let purchase):
+            let token = Store.googlePlay.ownershipKey(purchase.purchaseToken, environment: purchase.environment)
+            let order = purchase.orderID.map { Store.googlePlay.ownershipKey($0, environment: purchase.environment) }
+            return (order, order == token ? nil : token)
+        default: return (nil, nil)
         }
     }
 
@@ -183,10 +163,10 @@ struct OwnershipStore: Sendable {
 
 extension OwnershipStore {
     /// Erasure: the subscriber holds no original any more (a later buyer of
-    /// one is not refused on its account); which transactions it recorded
-    /// stays, under the pseudonym.
-    static let erasureStep = ErasureStep(name: "ownership") { subscriberID, pseudonym, connection in
+    /// one is not refused on its account). Which transactions it recorded
+    /// stays in its stream, whose subscriber is then its pseudonym
+    /// (`subledger_stream_subscriber`, sql/0044).
+    static let erasureStep = ErasureStep(name: "ownership") { subscriberID, _, connection in
         try await connection.query("DELETE FROM transaction_owners WHERE subscriber_id = \(subscriberID)")
-        try await connection.query("UPDATE transaction_ids SET subscriber_id = \(pseudonym) WHERE subscriber_id = \(subscriberID)")
     }
 }

@@ -55,9 +55,11 @@ public enum SubscriberStreams {
         // The source goes to the metadata only when the event does not hold
         // it: written twice, it was 20 of the 556 bytes of a stored event.
         let stored = try sealed.stored()
+        let lookup = OwnershipStore.ownershipKeys(of: event)
         return NewEvent(type: event.type, schemaVersion: stored.schemaVersion, data: stored.data,
                         metadata: EventMetadata(source: event.source == nil ? source : nil),
-                        idempotencyKey: event.idempotencyKey.map { storeKey(key: key, ledgerKey: $0) })
+                        idempotencyKey: event.idempotencyKey.map { storeKey(key: key, ledgerKey: $0) },
+                        lookupKey: lookup.transaction, lookupGroup: lookup.original)
     }
 
     /// A transfer as stored in one party's stream names the other party by

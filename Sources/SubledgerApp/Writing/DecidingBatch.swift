@@ -174,12 +174,6 @@ struct DecidingBatch {
         }
     }
 
-    var transactionRows: [TransactionRow] {
-        appendedStreams.flatMap { subscriberID in
-            OwnershipStore.transactionRows(for: streams[subscriberID]!.pending.map(\.event), subscriberID: subscriberID)
-        }
-    }
-
     /// The outcomes with the positions the store gave, and the ledgers after
     /// the commit, each with its stream version (for the ledger cache and
     /// the snapshots). An event the store already had (a concurrent copy

@@ -234,7 +234,7 @@ public struct LedgerWriter: Sendable {
         let claims = work.claims
         // New subscribers' keys commit with their first events.
         let ownership = [SubscriberKeys.insertQuery(work.newKeys)].compactMap { $0 }
-            + OwnershipStore.statements(claims: claims, transactions: work.transactionRows)
+            + OwnershipStore.statements(claims: claims)
         let results: [StreamAppendResult]
         do {
             if let alongside = batch.alongside {
