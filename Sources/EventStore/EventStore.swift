@@ -167,7 +167,7 @@ public struct EventStore: Sendable {
     /// stream by number (sql/0039), and the stream's id is its row's.
     static let columns = """
         e.position, s.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, e.data, e.metadata,
-        e.idempotency_key, e.transaction_id, e.recorded_at
+        e.idempotency_key::text, e.transaction_id, e.recorded_at
         """
 
     /// Events with their streams, `e` the event and `s` its stream: an
@@ -226,9 +226,12 @@ public struct EventStore: Sendable {
         try await pool.withConnection { try await readCommitted(after: checkpoint, limit: limit, on: $0) }
     }
 
-    /// The event stored under an idempotency key, if any.
+    /// The event stored under an idempotency key, if any (the log keeps
+    /// the MD5 of a key's text, sql/0044).
     public func event(withIdempotencyKey key: String) async throws -> RecordedEvent? {
-        let rows = try await pool.query("SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.eventsWithStreams) WHERE e.idempotency_key = \(key)")
+        let rows = try await pool.query("""
+            SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.eventsWithStreams) WHERE e.idempotency_key = md5(\(key))::uuid
+            """)
         return try rows.first.map(Self.decode)
     }
 

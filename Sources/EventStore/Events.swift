@@ -8,7 +8,8 @@ public struct NewEvent: Sendable {
     public var schemaVersion: Int
     public var data: Data
     public var metadata: EventMetadata
-    /// Events with the same key are stored once, across all streams.
+    /// Events with the same key are stored once, across all streams. Any
+    /// text; the log keeps its MD5 (16 bytes, sql/0044).
     public var idempotencyKey: String?
     /// Two keys the log indexes (`events.lookup_key`, `lookup_group`,
     /// sql/0044) for finding events by something their data holds; nil for
@@ -81,6 +82,8 @@ public struct RecordedEvent: Sendable, Equatable {
     public var schemaVersion: Int
     public var data: Data
     public var metadata: EventMetadata
+    /// The stored digest of the idempotency key (the MD5 of its text as a
+    /// UUID's text, sql/0044), not the key given.
     public var idempotencyKey: String?
     public var transactionID: UInt64
     public var recordedAt: Date

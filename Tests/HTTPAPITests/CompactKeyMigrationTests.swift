@@ -9,11 +9,11 @@ import SubledgerAppTesting
 import TestSupport
 import Testing
 
-/// sql/0035 cuts the idempotency keys stored before it (the stream's
-/// pseudonym, a separator, the whole 43-digit digest) to the form the
-/// service stores now (the digest's first 22 digits): a fact retried after
-/// the migration is still a duplicate, for every kind of fact, and every key
-/// has the new form.
+/// sql/0035 cut the idempotency keys stored before it (the stream's
+/// pseudonym, a separator, the whole 43-digit digest) to the digest's first
+/// 22 digits, and sql/0044 keeps each key as the MD5 of that text: a fact
+/// retried after both is still a duplicate, for every kind of fact, and
+/// every key has the form the service stores now.
 @Suite struct CompactKeyMigrationTests {
     @Test func keysStoredBeforeAreCutAndRetriedFactsStayDuplicates() async throws {
         try await withApp { client, dependencies in
@@ -29,7 +29,9 @@ import Testing
                 }
             }
             let stored = try await Self.keys(dependencies)
-            #expect(stored.count == facts.count && stored.allSatisfy { $0.count == SubscriberStreams.storeKeyLength })
+            #expect(stored.count == facts.count && stored.allSatisfy { UUID(uuidString: $0) != nil })
+            // Back to text, as the column was before sql/0044.
+            try await dependencies.pool.query("ALTER TABLE events ALTER COLUMN idempotency_key TYPE text USING NULL")
 
             // As stored before sql/0035: the pseudonym, a separator, the whole digest.
             var expected: [String] = []
@@ -49,12 +51,18 @@ import Testing
                     }
                 }
             }
-            #expect(expected.count == stored.count && Set(expected) == Set(stored), "the service computes the keys it stored")
+            let digests = try await dependencies.pool.query(
+                "SELECT md5(k)::uuid::text FROM jsonb_array_elements_text(\(JSONArgument.strings(expected))::jsonb) k")
+                .map { try $0.decode(String.self, at: 0) }
+            #expect(digests.count == stored.count && Set(digests) == Set(stored), "the service computes the keys it stored")
             #expect(try await Self.keys(dependencies).allSatisfy { $0.count == 79 && !Set(stored).contains($0) })
 
             let migration = try #require(try Migrator.load(from: try SQLDirectory.locate()).first { $0.version == 35 })
             try await dependencies.pool.withConnection { try await $0.execute(unsafeSQL: migration.sql) }
-            #expect(try await Self.keys(dependencies) == stored, "every key is cut to the form the service computes")
+            #expect(Set(try await Self.keys(dependencies)) == Set(expected), "every key is cut to the digest's first 22 digits")
+            // As sql/0044 converts them.
+            try await dependencies.pool.query("ALTER TABLE events ALTER COLUMN idempotency_key TYPE uuid USING md5(idempotency_key)::uuid")
+            #expect(try await Self.keys(dependencies) == stored, "every key has the form the service stores")
             dependencies.ledgers.forget(subscribers)
             for (subscriber, fact) in facts {
                 let retried = try await client.post("/v1/subscribers/\(subscriber)/events", fact)
@@ -65,7 +73,7 @@ import Testing
     }
 
     static func keys(_ dependencies: AppDependencies) async throws -> [String] {
-        try await dependencies.pool.query("SELECT idempotency_key FROM events WHERE idempotency_key IS NOT NULL ORDER BY position")
+        try await dependencies.pool.query("SELECT idempotency_key::text FROM events WHERE idempotency_key IS NOT NULL ORDER BY position")
             .map { try $0.decode(String.self, at: 0) }
     }
 }

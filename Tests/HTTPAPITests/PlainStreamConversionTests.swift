@@ -62,11 +62,13 @@ import Testing
             #expect(converted == subscribers.count)
             #expect(try await PlainStreamConversion.run(conninfo: dependencies.pool.configuration.conninfo, logger: dependencies.logger) == 0,
                     "a second run finds nothing to convert")
+            let kept = try await dependencies.pool.query("SELECT count(*) FROM unconverted_idempotency_keys").first!.decode(Int.self, at: 0)
+            #expect(kept == 0, "the keys kept as written before erasure, which name the subscriber, are gone once converted")
 
             #expect(try await reads() == before)
             #expect(try await logPositions(dependencies) == positions,
                     "positions, versions and event ids stay")
-            let log = try await dependencies.pool.query("SELECT s.stream_id || ' ' || e.data::text || ' ' || coalesce(e.idempotency_key, '') FROM events e JOIN streams s ON s.number = e.stream_number")
+            let log = try await dependencies.pool.query("SELECT s.stream_id || ' ' || e.data::text || ' ' || coalesce(e.idempotency_key::text, '') FROM events e JOIN streams s ON s.number = e.stream_number")
                 .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
             for subscriber in subscribers {
                 #expect(PersonalDataScan(subscriber).matches(in: log).isEmpty, "\(subscriber) is still readable in the log")
@@ -87,7 +89,8 @@ import Testing
 
     /// Rewrites every subscriber stream as the service wrote it before
     /// erasure existed: the stream named by the id, personal fields opened,
-    /// idempotency keys `<id> US <ledger key>`, a transfer's other party by
+    /// idempotency keys `<id> US <ledger key>` (in the log as their MD5, the
+    /// text kept apart, as sql/0044 leaves them), a transfer's other party by
     /// its id, no subscriber keys.
     static func writeAsBeforeErasureExisted(_ dependencies: AppDependencies) async throws {
         try await dependencies.pool.withTransaction { connection in
@@ -102,12 +105,19 @@ import Testing
                     let opened = try await SubscriberStreams.resolvingCounterparts([recorded], on: connection)[0].event
                     // Every event as a JSON object at version 1, as builds before the records wrote them.
                     let data = String(decoding: try opened.encodedData(), as: UTF8.self)
+                    let storedKey = opened.idempotencyKey.map { subscriberID + "\u{1F}" + $0 }
                     try await connection.query("""
                         UPDATE events SET data = \(data)::jsonb,
                                           schema_version = \(opened.schemaVersion),
-                                          idempotency_key = \(opened.idempotencyKey.map { subscriberID + "\u{1F}" + $0 })
+                                          idempotency_key = md5(\(storedKey))::uuid
                         WHERE position = \(event.position)
                         """)
+                    // Kept apart for the conversion as sql/0044 keeps them.
+                    if let storedKey {
+                        try await connection.query("""
+                            INSERT INTO unconverted_idempotency_keys (position, stored_key) VALUES (\(event.position), \(storedKey))
+                            """)
+                    }
                 }
                 try await connection.query("""
                     UPDATE streams SET stream_id = \("subscriber-" + subscriberID) WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))

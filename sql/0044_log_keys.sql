@@ -1,3 +1,7 @@
+-- Two reductions of the log, with one conversion of the events stored
+-- before (one rewrite of the table, below): the transaction lookup answered
+-- from the log, and idempotency keys in 16 bytes.
+--
 -- The transaction lookup answered from the log. `transaction_ids` held a row
 -- for every transaction a subscriber recorded (its id, its original, the
 -- subscriber and an instant) in a table of its own with two indexes: 138
@@ -85,17 +89,45 @@ CREATE FUNCTION subledger_original_key(type text, data jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN subledger_event_keys(type, data, true);
 
+-- Idempotency keys in 16 bytes. A key was stored as its text (the
+-- ledger's are 22 characters, sql/0035) in the row and again in the unique
+-- index, whose random keys leave its pages about two thirds full: 23 bytes
+-- in the row and 53 in the index an event. A key is now stored as the MD5
+-- of its text, as a `uuid` (16 bytes in the row, an index entry of 24
+-- instead of 32), computed by the append functions from the text a writer
+-- gives, so any text is still a key and two texts are one key only if
+-- they are equal (or collide in MD5's 128 bits: for 10^12 keys, odds
+-- below 10^-14). A stored key can no longer be read back as its text; the
+-- one reader that needed it, the conversion of streams written before
+-- erasure (`PlainStreamConversion`), digests each ledger key again under
+-- the subscriber's key, and so takes the keys of the streams not yet
+-- converted from `unconverted_idempotency_keys`, kept here until then.
+CREATE TABLE unconverted_idempotency_keys (
+    position   bigint PRIMARY KEY,
+    stored_key text NOT NULL
+);
+INSERT INTO unconverted_idempotency_keys (position, stored_key)
+SELECT e.position, e.idempotency_key
+FROM streams s JOIN events e ON e.stream_number = s.number
+WHERE starts_with(s.stream_id, 'subscriber-') AND s.stream_id !~ '^subscriber-ps-[0-9a-f]{32}$'
+  AND e.idempotency_key IS NOT NULL;
+
+-- One rewrite of the table converts the events stored before: their keys
+-- read once from their data, their idempotency keys digested. (The columns
+-- are added empty first, which writes nothing; a type change with USING
+-- rewrites each row once, with every column it computes.)
 ALTER TABLE events ADD COLUMN lookup_key text NOT NULL DEFAULT '',
                    ADD COLUMN lookup_group text NOT NULL DEFAULT '';
--- The events stored before: their keys read once from their data.
-UPDATE events SET lookup_key = coalesce(subledger_transaction_key(type, data), ''),
-                  lookup_group = coalesce(subledger_original_key(type, data), '')
-WHERE type IN ('purchased', 'renewed', 'restored', 'transferred_in', 'google_play_purchase');
+ALTER TABLE events
+    ALTER COLUMN lookup_key TYPE text USING coalesce(subledger_transaction_key(type, data), ''),
+    ALTER COLUMN lookup_group TYPE text USING coalesce(subledger_original_key(type, data), ''),
+    ALTER COLUMN idempotency_key TYPE uuid USING md5(idempotency_key)::uuid;
 CREATE INDEX events_lookup_key ON events (lookup_key) WHERE lookup_key <> '';
 CREATE INDEX events_lookup_group ON events (lookup_group) WHERE lookup_group <> '';
 
 -- The append functions (sql/0039, sql/0042) store the keys a batch gives
--- (`lk`, `lg`; absent: ''). Otherwise unchanged.
+-- (`lk`, `lg`; absent: '') and each idempotency key as the MD5 of its
+-- text. Otherwise unchanged.
 CREATE OR REPLACE FUNCTION append_events(batch jsonb)
 RETURNS TABLE (r_stream_index integer, r_event_index integer, r_position bigint,
                r_stream_version bigint, r_duplicate boolean, r_stored_stream text)
@@ -108,7 +140,7 @@ DECLARE
     target       text;
     target_number bigint;
     current_version bigint;
-    key          text;
+    key          uuid;
     fresh        integer;
     total        integer;
     known        integer;
@@ -144,7 +176,7 @@ BEGIN
         -- One index probe per key (an anti-join here could scan events).
         SELECT count(*), count(stored.position) INTO total, known
         FROM jsonb_array_elements(stream_entry->'events') e
-        LEFT JOIN LATERAL (SELECT ev.position FROM events ev WHERE ev.idempotency_key = e->>'key' OFFSET 0) stored ON true;
+        LEFT JOIN LATERAL (SELECT ev.position FROM events ev WHERE ev.idempotency_key = md5(e->>'key')::uuid OFFSET 0) stored ON true;
         fresh := total - known;
 
         IF fresh > 0 AND jsonb_typeof(stream_entry->'expected') = 'number'
@@ -158,7 +190,7 @@ BEGIN
             SELECT value, (ordinality - 1)::integer
             FROM jsonb_array_elements(stream_entry->'events') WITH ORDINALITY
         LOOP
-            key := event_entry->>'key';
+            key := md5(event_entry->>'key')::uuid;
             found_position := NULL;
             IF key IS NOT NULL AND known > 0 THEN
                 SELECT ev.position, ev.stream_version, s.stream_id
@@ -238,7 +270,7 @@ BEGIN
         JOIN unnest(ids, numbers, versions) AS st(stream_id, number, version) ON st.stream_id = x.stream
     ), flat AS (
         SELECT g.si, (y.ord - 1)::integer AS ei, g.stream, g.number, g.version, y.id, y.type, y.schema_version,
-               y.data, y.metadata, y.key, y.lk, y.lg,
+               y.data, y.metadata, md5(y.key)::uuid AS key, y.lk, y.lg,
                stored.position AS stored_position, stored.stream_version AS stored_version,
                -- Only a stored copy's stream is looked up (by its number's index).
                CASE WHEN stored.position IS NOT NULL
@@ -249,7 +281,7 @@ BEGIN
                               AS (id uuid, type text, "schemaVersion" integer, data jsonb, metadata jsonb, key text,
                                   lk text, lg text))
              WITH ORDINALITY AS y(id, type, schema_version, data, metadata, key, lk, lg, ord)
-        LEFT JOIN events stored ON stored.idempotency_key = y.key
+        LEFT JOIN events stored ON stored.idempotency_key = md5(y.key)::uuid
     ), fresh AS (
         SELECT f.*, f.version + row_number() OVER (PARTITION BY f.si ORDER BY f.ei) AS new_version
         FROM flat f WHERE f.stored_position IS NULL AND f.first_of_key
