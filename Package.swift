@@ -38,6 +38,7 @@ let package = Package(
             name: "EventStore",
             dependencies: [
                 "Postgres", "JSON",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -94,14 +94,16 @@ RETURN subledger_event_keys(type, data, true);
 -- index, whose random keys leave its pages about two thirds full: 23 bytes
 -- in the row and 53 in the index an event. A key is now stored as the MD5
 -- of its text, as a `uuid` (16 bytes in the row, an index entry of 24
--- instead of 32), computed by the append functions from the text a writer
--- gives, so any text is still a key and two texts are one key only if
--- they are equal (or collide in MD5's 128 bits: for 10^12 keys, odds
--- below 10^-14). A stored key can no longer be read back as its text; the
--- one reader that needed it, the conversion of streams written before
--- erasure (`PlainStreamConversion`), digests each ledger key again under
--- the subscriber's key, and so takes the keys of the streams not yet
--- converted from `unconverted_idempotency_keys`, kept here until then.
+-- instead of 32), which the event store computes from the text a writer
+-- gives (`EventStore.storedKey`; in SQL `md5(key)::uuid`, which this
+-- migration and `PlainStreamConversion` use). Any text is still a key, and
+-- two texts are one key only if they are equal (or collide in MD5's 128
+-- bits: for 10^12 keys, odds below 10^-14). A stored key can no longer be
+-- read back as its text; the one reader that needed it, the conversion of
+-- streams written before erasure (`PlainStreamConversion`), digests each
+-- ledger key again under the subscriber's key, and so takes the keys of
+-- the streams not yet converted from `unconverted_idempotency_keys`, kept
+-- here until then.
 CREATE TABLE unconverted_idempotency_keys (
     position   bigint PRIMARY KEY,
     stored_key text NOT NULL
@@ -126,7 +128,7 @@ CREATE INDEX events_lookup_key ON events (lookup_key) WHERE lookup_key <> '';
 CREATE INDEX events_lookup_group ON events (lookup_group) WHERE lookup_group <> '';
 
 -- The append functions (sql/0039, sql/0042) store the keys a batch gives
--- (`lk`, `lg`; absent: '') and each idempotency key as the MD5 of its
+-- (`lk`, `lg`; absent: '') and take each idempotency key as its digest's
 -- text. Otherwise unchanged.
 CREATE OR REPLACE FUNCTION append_events(batch jsonb)
 RETURNS TABLE (r_stream_index integer, r_event_index integer, r_position bigint,
@@ -176,7 +178,7 @@ BEGIN
         -- One index probe per key (an anti-join here could scan events).
         SELECT count(*), count(stored.position) INTO total, known
         FROM jsonb_array_elements(stream_entry->'events') e
-        LEFT JOIN LATERAL (SELECT ev.position FROM events ev WHERE ev.idempotency_key = md5(e->>'key')::uuid OFFSET 0) stored ON true;
+        LEFT JOIN LATERAL (SELECT ev.position FROM events ev WHERE ev.idempotency_key = (e->>'key')::uuid OFFSET 0) stored ON true;
         fresh := total - known;
 
         IF fresh > 0 AND jsonb_typeof(stream_entry->'expected') = 'number'
@@ -190,7 +192,7 @@ BEGIN
             SELECT value, (ordinality - 1)::integer
             FROM jsonb_array_elements(stream_entry->'events') WITH ORDINALITY
         LOOP
-            key := md5(event_entry->>'key')::uuid;
+            key := (event_entry->>'key')::uuid;
             found_position := NULL;
             IF key IS NOT NULL AND known > 0 THEN
                 SELECT ev.position, ev.stream_version, s.stream_id
@@ -270,7 +272,7 @@ BEGIN
         JOIN unnest(ids, numbers, versions) AS st(stream_id, number, version) ON st.stream_id = x.stream
     ), flat AS (
         SELECT g.si, (y.ord - 1)::integer AS ei, g.stream, g.number, g.version, y.id, y.type, y.schema_version,
-               y.data, y.metadata, md5(y.key)::uuid AS key, y.lk, y.lg,
+               y.data, y.metadata, y.key, y.lk, y.lg,
                stored.position AS stored_position, stored.stream_version AS stored_version,
                -- Only a stored copy's stream is looked up (by its number's index).
                CASE WHEN stored.position IS NOT NULL
@@ -278,10 +280,10 @@ BEGIN
                y.key IS NULL OR row_number() OVER (PARTITION BY y.key ORDER BY g.si, y.ord) = 1 AS first_of_key
         FROM given g
         CROSS JOIN ROWS FROM (jsonb_to_recordset(g.events)
-                              AS (id uuid, type text, "schemaVersion" integer, data jsonb, metadata jsonb, key text,
+                              AS (id uuid, type text, "schemaVersion" integer, data jsonb, metadata jsonb, key uuid,
                                   lk text, lg text))
              WITH ORDINALITY AS y(id, type, schema_version, data, metadata, key, lk, lg, ord)
-        LEFT JOIN events stored ON stored.idempotency_key = md5(y.key)::uuid
+        LEFT JOIN events stored ON stored.idempotency_key = y.key
     ), fresh AS (
         SELECT f.*, f.version + row_number() OVER (PARTITION BY f.si ORDER BY f.ei) AS new_version
         FROM flat f WHERE f.stored_position IS NULL AND f.first_of_key

@@ -150,7 +150,7 @@ public struct EventStore: Sendable {
                 out += ",\"metadata\":"
                 JSONText.appendMetadata(event.metadata, to: &out)
                 out += ",\"key\":"
-                if let key = event.idempotencyKey { JSONText.appendString(key, to: &out) } else { out += "null" }
+                if let key = event.idempotencyKey { out += "\""; out += Self.storedKey(key); out += "\"" } else { out += "null" }
                 if let key = event.lookupKey { out += ",\"lk\":"; JSONText.appendString(key, to: &out) }
                 if let group = event.lookupGroup { out += ",\"lg\":"; JSONText.appendString(group, to: &out) }
                 out += "}"
@@ -226,11 +226,10 @@ public struct EventStore: Sendable {
         try await pool.withConnection { try await readCommitted(after: checkpoint, limit: limit, on: $0) }
     }
 
-    /// The event stored under an idempotency key, if any (the log keeps
-    /// the MD5 of a key's text, sql/0044).
+    /// The event stored under an idempotency key, if any.
     public func event(withIdempotencyKey key: String) async throws -> RecordedEvent? {
         let rows = try await pool.query("""
-            SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.eventsWithStreams) WHERE e.idempotency_key = md5(\(key))::uuid
+            SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.eventsWithStreams) WHERE e.idempotency_key = \(Self.storedKey(key))::uuid
             """)
         return try rows.first.map(Self.decode)
     }

@@ -28,6 +28,24 @@ struct AppendTests {
         #expect(try await store.readStream("s", after: 2).count == 1)
     }
 
+    /// The log keeps a key as the MD5 of its text (sql/0044): the digest the
+    /// store computes is PostgreSQL's `md5(key)::uuid`, which the migration
+    /// used for the keys stored before, for keys of any length and script.
+    @Test func theStoredKeyIsPostgreSQLsDigestOfTheKey() async throws {
+        let (store, _) = try await makeStore(batchAppend: .setBased)
+        var random = SystemRandomNumberGenerator()
+        let alphabet = Array("ab7:-_/\u{1F}éü日本語🙂 \"\\")
+        let keys = [""] + (0..<2_000).map { index in
+            String((0..<(index % 300)).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] })
+        }
+        let list = PostgresJSON(data: try JSONSerialization.data(withJSONObject: keys))
+        let digests = try await store.pool.query("""
+            SELECT md5(k)::uuid::text FROM jsonb_array_elements_text(\(list)::jsonb) WITH ORDINALITY AS x(k, n) ORDER BY n
+            """).map { try $0.decode(String.self, at: 0) }
+        #expect(digests == keys.map(EventStore.storedKey))
+        #expect(Set(digests).count == Set(keys).count)
+    }
+
     @Test(arguments: BatchAppend.both)
     func aLosingWriterBurnsNoPosition(_ mode: BatchAppend) async throws {
         let (store, _) = try await makeStore(batchAppend: mode)

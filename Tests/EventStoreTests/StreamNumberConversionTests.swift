@@ -95,7 +95,10 @@ struct StreamNumberConversionTests {
         // duplicate answered with its stream, from any stream.
         let next = try await store.append(to: "stream-14", expected: .exact(15), events: [event(value: 99, key: "stream-14/new")])
         #expect(next.outcomes[0].streamVersion == 16 && !next.outcomes[0].isDuplicate)
-        let again = try await store.append(to: "stream-3", events: [event(key: "stream-1499/0")])
+        // (The functions of the build before stored the key's text as given:
+        // here the digest this store sends, which sql/0044 digests once more,
+        // as it does any key stored as text. A writer giving that text finds it.)
+        let again = try await store.append(to: "stream-3", events: [event(key: EventStore.storedKey("stream-1499/0"))])
         let original = try #require(before.first { $0.stream == "stream-1499" && $0.version == 1 })
         #expect(again.outcomes == [AppendOutcome(position: original.position, streamVersion: 1, isDuplicate: true,
                                                  storedStreamID: "stream-1499")])
