@@ -64,6 +64,26 @@ import Testing
                     "a second run finds nothing to convert")
             let kept = try await dependencies.pool.query("SELECT count(*) FROM unconverted_idempotency_keys").first!.decode(Int.self, at: 0)
             #expect(kept == 0, "the keys kept as written before erasure, which name the subscriber, are gone once converted")
+            // Every converted event is stored under the key the service
+            // stores now: its ledger key digested under the subscriber's key.
+            var keyed = 0
+            try await dependencies.pool.withConnection { connection in
+                for subscriber in subscribers {
+                    let key = try #require(try await SubscriberKeys.existingKey(for: subscriber, on: connection))
+                    let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriber)
+                    for event in try await EventStore.readStream(SubscriberStreams.streamID(for: subscriber), on: connection) {
+                        let decoded = try LedgerEvent.decodeFast(type: event.type, schemaVersion: event.schemaVersion, data: event.data)
+                        let recorded = RecordedLedgerEvent(position: event.position, recordedAt: event.recordedAt,
+                                                           event: try key.openingPersonalFields(of: decoded, pseudonym: pseudonym))
+                        // A transfer's other party by id, as when its key was made.
+                        let ledgerKey = try await SubscriberStreams.resolvingCounterparts([recorded], on: connection)[0].event.idempotencyKey
+                        #expect(event.idempotencyKey == ledgerKey.map { EventStore.storedKey(SubscriberStreams.storeKey(key: key, ledgerKey: $0)) },
+                                "\(event.type) at \(event.position)")
+                        if ledgerKey != nil { keyed += 1 }
+                    }
+                }
+            }
+            #expect(keyed >= subscribers.count, "the keyed events are checked")
 
             #expect(try await reads() == before)
             #expect(try await logPositions(dependencies) == positions,
