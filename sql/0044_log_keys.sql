@@ -96,7 +96,7 @@ RETURN subledger_event_keys(type, data, true);
 -- of its text, as a `uuid` (16 bytes in the row, an index entry of 24
 -- instead of 32), which the event store computes from the text a writer
 -- gives (`EventStore.storedKey`; in SQL `md5(key)::uuid`, which this
--- migration and `PlainStreamConversion` use). Any text is still a key, and
+-- migration uses for the keys stored before). Any text is still a key, and
 -- two texts are one key only if they are equal (or collide in MD5's 128
 -- bits: for 10^12 keys, odds below 10^-14). A stored key can no longer be
 -- read back as its text; the one reader that needed it, the conversion of

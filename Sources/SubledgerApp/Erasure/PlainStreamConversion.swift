@@ -78,12 +78,15 @@ public enum PlainStreamConversion {
         let scope = subscriberID + "\u{1F}"
         let events = try await EventStore.readStream(streamID, on: connection)
         // The keys as written before erasure existed: the log keeps only
-        // their digests since sql/0044, which kept these apart until now.
+        // their digests since sql/0044, which kept these apart until now
+        // (taken out here; the caller's transaction puts them back if the
+        // conversion fails).
         let positions = PostgresJSON(text: "[" + events.map { String($0.position) }.joined(separator: ",") + "]")
         var storedKeys = [Int64: String]()
         for row in try await connection.query("""
-            SELECT position, stored_key FROM unconverted_idempotency_keys
+            DELETE FROM unconverted_idempotency_keys
             WHERE position IN (SELECT p::bigint FROM jsonb_array_elements_text(\(positions)::jsonb) p)
+            RETURNING position, stored_key
             """) {
             storedKeys[try row.decode(Int64.self, at: 0)] = try row.decode(String.self, at: 1)
         }
@@ -97,17 +100,14 @@ public enum PlainStreamConversion {
             }
             let ledgerKey = storedKeys[event.position].map { $0.hasPrefix(scope) ? String($0.dropFirst(scope.count)) : $0 }
             rows.append(Row(position: event.position, data: String(decoding: data, as: UTF8.self), schema_version: version,
-                            idempotency_key: ledgerKey.map { SubscriberStreams.storeKey(key: key, ledgerKey: $0) }))
+                            idempotency_key: ledgerKey.map { EventStore.storedKey(SubscriberStreams.storeKey(key: key, ledgerKey: $0)) }))
         }
         let values = PostgresJSON(data: try JSONEncoder().encode(rows))
         try await connection.query("""
             UPDATE events AS e SET data = x.data::jsonb, schema_version = x.schema_version,
-                idempotency_key = md5(x.idempotency_key)::uuid
+                idempotency_key = x.idempotency_key::uuid
             FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, schema_version integer, idempotency_key text)
             WHERE e.position = x.position
-            """)
-        try await connection.query("""
-            DELETE FROM unconverted_idempotency_keys WHERE position IN (SELECT p::bigint FROM jsonb_array_elements_text(\(positions)::jsonb) p)
             """)
         // The events name their stream by number: renaming its row moves them all.
         try await connection.query("UPDATE streams SET stream_id = \(converted) WHERE stream_id = \(streamID)")
