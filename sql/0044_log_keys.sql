@@ -25,14 +25,14 @@
 -- held for an erased subscriber.
 --
 -- The events stored before get their keys once, here, read from the stored
--- forms the writer makes (`LedgerEvent.stored()`): a transaction record (schema 2, a JSON string,
--- `TransactionFact+Record.swift`) or a JSON object. A record's first field
--- is its transaction id and, when present, its second the original's; its
--- environment is written only when it is Sandbox, so a record without the
--- bytes `e7:Sandbox` is Production's and is read no further. Lengths in a
--- record are UTF-8 bytes, so it is read as bytes. (`convert_to` and
--- `convert_from` are STABLE only because they depend on the database's
--- encoding, which never changes for a database.)
+-- forms the writer makes (`LedgerEvent.stored()`): a transaction record
+-- (schema 2, a JSON string, `TransactionFact+Record.swift`) or a JSON
+-- object. A record's first field is its transaction id and, when present,
+-- its second the original's; its environment is written only when it is
+-- Sandbox, so a record without the bytes `e7:Sandbox` is Production's and
+-- is read no further. Lengths in a record are UTF-8 bytes, so it is read as
+-- bytes. (`convert_to` and `convert_from` are STABLE only because they
+-- depend on the database's encoding, which never changes for a database.)
 CREATE FUNCTION subledger_event_keys(type text, data jsonb, want_original boolean)
 RETURNS text LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
 DECLARE
