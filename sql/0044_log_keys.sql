@@ -1,6 +1,6 @@
 -- Two reductions of the log, with one conversion of the events stored
--- before (one rewrite of the table, below): the transaction lookup answered
--- from the log, and idempotency keys in 16 bytes.
+-- before (the table written once more, below): the transaction lookup
+-- answered from the log, and idempotency keys as event ids.
 --
 -- The transaction lookup answered from the log. `transaction_ids` held a row
 -- for every transaction a subscriber recorded (its id, its original, the
@@ -89,21 +89,26 @@ CREATE FUNCTION subledger_original_key(type text, data jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN subledger_event_keys(type, data, true);
 
--- Idempotency keys in 16 bytes. A key was stored as its text (the
+-- Idempotency keys as event ids. A key was stored as its text (the
 -- ledger's are 22 characters, sql/0035) in the row and again in the unique
 -- index, whose random keys leave its pages about two thirds full: 23 bytes
--- in the row and 53 in the index an event. A key is now stored as the MD5
--- of its text, as a `uuid` (16 bytes in the row, an index entry of 24
--- instead of 32), which the event store computes from the text a writer
--- gives (`EventStore.storedKey`; in SQL `md5(key)::uuid`, which this
--- migration uses for the keys stored before). Any text is still a key, and
--- two texts are one key only if they are equal (or collide in MD5's 128
--- bits: for 10^12 keys, odds below 10^-14). A stored key can no longer be
--- read back as its text; the one reader that needed it, the conversion of
--- streams written before erasure (`PlainStreamConversion`), digests each
--- ledger key again under the subscriber's key, and so takes the keys of
--- the streams not yet converted from `unconverted_idempotency_keys`, kept
--- here until then.
+-- in the row and 53 in the index an event. An event appended with a key
+-- now takes the MD5 of the key's text, as a `uuid`, for its id, and the
+-- ids are unique: the key costs no column and an index entry of 24 bytes
+-- instead of 32. The event store computes the digest from the text a
+-- writer gives (`EventStore.storedKey`; in SQL `md5(key)::uuid`, which
+-- this migration uses for the keys stored before); an event without a key
+-- keeps the id its writer drew (time-ordered, `EventIDs`), as the events
+-- stored before without one keep theirs. No reader outside the event
+-- store used an event's id (sql/0037), and the anchors' logs use the
+-- message's id as its idempotency key the same way. Any text is still a
+-- key, and two texts are one key only if they are equal (or collide in
+-- MD5's 128 bits: for 10^12 keys, odds below 10^-14). A stored key can no
+-- longer be read back as its text; the one reader that needed it, the
+-- conversion of streams written before erasure (`PlainStreamConversion`),
+-- digests each ledger key again under the subscriber's key, and so takes
+-- the keys of the streams not yet converted from
+-- `unconverted_idempotency_keys`, kept here until then.
 CREATE TABLE unconverted_idempotency_keys (
     position   bigint PRIMARY KEY,
     stored_key text NOT NULL
@@ -114,22 +119,62 @@ FROM streams s JOIN events e ON e.stream_number = s.number
 WHERE starts_with(s.stream_id, 'subscriber-') AND s.stream_id !~ '^subscriber-ps-[0-9a-f]{32}$'
   AND e.idempotency_key IS NOT NULL;
 
--- One rewrite of the table converts the events stored before: their keys
--- read once from their data, their idempotency keys digested. (The columns
--- are added empty first, which writes nothing; a type change with USING
--- rewrites each row once, with every column it computes.)
-ALTER TABLE events ADD COLUMN lookup_key text NOT NULL DEFAULT '',
-                   ADD COLUMN lookup_group text NOT NULL DEFAULT '';
+-- One conversion of the events stored before: the table is written once
+-- more, each row with its keys read from its data and its id from its
+-- idempotency key. A new table rather than changes to this one: a dropped
+-- column stays in every row written after as a NULL, and a NULL here adds
+-- the null bitmap (8 bytes a row, below). Its columns are in the order
+-- that leaves no padding: the 8-byte ones first, then the id, the schema
+-- version (2 bytes: the writers' versions are small numbers), and the
+-- variable ones; a row is about 22 bytes shorter with the key gone
+-- (`bench --measure storage`).
+CREATE TABLE events_converted (
+    position        bigint GENERATED ALWAYS AS IDENTITY,
+    stream_number   bigint NOT NULL,
+    stream_version  bigint NOT NULL,
+    -- The writing transaction; consumers read in (transaction_id, position) order.
+    transaction_id  xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    recorded_at     timestamptz NOT NULL DEFAULT now(),
+    -- Unique: an idempotency key's digest, or the id of an event without one.
+    event_id        uuid NOT NULL,
+    schema_version  smallint NOT NULL DEFAULT 1,
+    type            text NOT NULL,
+    data            jsonb NOT NULL,
+    metadata        jsonb NOT NULL DEFAULT '{}'::jsonb,
+    lookup_key      text NOT NULL DEFAULT '',
+    lookup_group    text NOT NULL DEFAULT ''
+);
+INSERT INTO events_converted OVERRIDING SYSTEM VALUE
+SELECT position, stream_number, stream_version, transaction_id, recorded_at,
+       coalesce(md5(idempotency_key)::uuid, event_id), schema_version, type, data, metadata,
+       coalesce(subledger_transaction_key(type, data), ''), coalesce(subledger_original_key(type, data), '')
+FROM events ORDER BY position;
+-- Positions go on from where the old table's sequence stands (past any
+-- position a rolled-back append took).
+DO $$
+DECLARE
+    last bigint; called boolean;
+BEGIN
+    EXECUTE format('SELECT last_value, is_called FROM %s', pg_get_serial_sequence('events', 'position')) INTO last, called;
+    PERFORM setval(pg_get_serial_sequence('events_converted', 'position'), last, called);
+END
+$$;
+DROP TABLE events;
+ALTER TABLE events_converted RENAME TO events;
+ALTER SEQUENCE events_converted_position_seq RENAME TO events_position_seq;
 ALTER TABLE events
-    ALTER COLUMN lookup_key TYPE text USING coalesce(subledger_transaction_key(type, data), ''),
-    ALTER COLUMN lookup_group TYPE text USING coalesce(subledger_original_key(type, data), ''),
-    ALTER COLUMN idempotency_key TYPE uuid USING md5(idempotency_key)::uuid;
+    ADD CONSTRAINT events_pkey PRIMARY KEY (position),
+    ADD CONSTRAINT events_stream_version_check CHECK (stream_version > 0),
+    ADD CONSTRAINT events_stream_number_stream_version_key UNIQUE (stream_number, stream_version),
+    ADD CONSTRAINT events_event_id_key UNIQUE (event_id);
+CREATE INDEX events_commit_order ON events (transaction_id) WITH (deduplicate_items = off);
 CREATE INDEX events_lookup_key ON events (lookup_key) WHERE lookup_key <> '';
 CREATE INDEX events_lookup_group ON events (lookup_group) WHERE lookup_group <> '';
 
 -- The append functions (sql/0039, sql/0042) store the keys a batch gives
 -- (`lk`, `lg`; absent: '') and take each idempotency key as its digest's
--- text. Otherwise unchanged.
+-- text, which is the event's id when given (the writer sends it as `id` too).
+-- Otherwise unchanged.
 CREATE OR REPLACE FUNCTION append_events(batch jsonb)
 RETURNS TABLE (r_stream_index integer, r_event_index integer, r_position bigint,
                r_stream_version bigint, r_duplicate boolean, r_stored_stream text)
@@ -178,7 +223,7 @@ BEGIN
         -- One index probe per key (an anti-join here could scan events).
         SELECT count(*), count(stored.position) INTO total, known
         FROM jsonb_array_elements(stream_entry->'events') e
-        LEFT JOIN LATERAL (SELECT ev.position FROM events ev WHERE ev.idempotency_key = (e->>'key')::uuid OFFSET 0) stored ON true;
+        LEFT JOIN LATERAL (SELECT ev.position FROM events ev WHERE ev.event_id = (e->>'key')::uuid OFFSET 0) stored ON true;
         fresh := total - known;
 
         IF fresh > 0 AND jsonb_typeof(stream_entry->'expected') = 'number'
@@ -197,17 +242,17 @@ BEGIN
             IF key IS NOT NULL AND known > 0 THEN
                 SELECT ev.position, ev.stream_version, s.stream_id
                 INTO found_position, found_version, found_stream
-                FROM events ev JOIN streams s ON s.number = ev.stream_number WHERE ev.idempotency_key = key;
+                FROM events ev JOIN streams s ON s.number = ev.stream_number WHERE ev.event_id = key;
             END IF;
 
             IF found_position IS NULL THEN
                 INSERT INTO events (stream_number, stream_version, event_id, type, schema_version,
-                                    data, metadata, idempotency_key, lookup_key, lookup_group)
-                VALUES (target_number, current_version + 1, (event_entry->>'id')::uuid, event_entry->>'type',
+                                    data, metadata, lookup_key, lookup_group)
+                VALUES (target_number, current_version + 1, coalesce(key, (event_entry->>'id')::uuid), event_entry->>'type',
                         coalesce((event_entry->>'schemaVersion')::integer, 1),
-                        event_entry->'data', coalesce(event_entry->'metadata', '{}'::jsonb), key,
+                        event_entry->'data', coalesce(event_entry->'metadata', '{}'::jsonb),
                         coalesce(event_entry->>'lk', ''), coalesce(event_entry->>'lg', ''))
-                ON CONFLICT (idempotency_key) DO NOTHING
+                ON CONFLICT (event_id) DO NOTHING
                 RETURNING position INTO found_position;
 
                 IF found_position IS NOT NULL THEN
@@ -221,7 +266,7 @@ BEGIN
                 -- A concurrent writer committed the same key first: its copy stands.
                 SELECT ev.position, ev.stream_version, s.stream_id
                 INTO found_position, found_version, found_stream
-                FROM events ev JOIN streams s ON s.number = ev.stream_number WHERE ev.idempotency_key = key;
+                FROM events ev JOIN streams s ON s.number = ev.stream_number WHERE ev.event_id = key;
             END IF;
 
             r_stream_index := stream_index; r_event_index := event_index;
@@ -283,7 +328,7 @@ BEGIN
                               AS (id uuid, type text, "schemaVersion" integer, data jsonb, metadata jsonb, key uuid,
                                   lk text, lg text))
              WITH ORDINALITY AS y(id, type, schema_version, data, metadata, key, lk, lg, ord)
-        LEFT JOIN events stored ON stored.idempotency_key = y.key
+        LEFT JOIN events stored ON stored.event_id = y.key
     ), fresh AS (
         SELECT f.*, f.version + row_number() OVER (PARTITION BY f.si ORDER BY f.ei) AS new_version
         FROM flat f WHERE f.stored_position IS NULL AND f.first_of_key
@@ -291,14 +336,14 @@ BEGIN
         SELECT coalesce(bool_and(append_events_expected_holds(g.stream, g.version, g.expected)), true) AS holds
         FROM given g WHERE g.expected IS NOT NULL AND EXISTS (SELECT 1 FROM fresh f WHERE f.si = g.si)
     ), inserted AS (
-        INSERT INTO events (stream_number, stream_version, event_id, type, schema_version, data, metadata, idempotency_key,
+        INSERT INTO events (stream_number, stream_version, event_id, type, schema_version, data, metadata,
                             lookup_key, lookup_group)
-        SELECT f.number, f.new_version, f.id, f.type, coalesce(f.schema_version, 1), f.data,
-               coalesce(f.metadata, '{}'::jsonb), f.key, coalesce(f.lk, ''), coalesce(f.lg, '')
+        SELECT f.number, f.new_version, coalesce(f.key, f.id), f.type, coalesce(f.schema_version, 1), f.data,
+               coalesce(f.metadata, '{}'::jsonb), coalesce(f.lk, ''), coalesce(f.lg, '')
         FROM fresh f
         WHERE (SELECT holds FROM checked)
         ORDER BY f.si, f.ei
-        RETURNING position, stream_number, stream_version, event_id, idempotency_key
+        RETURNING position, stream_number, stream_version, event_id
     ), versions AS (
         UPDATE streams st SET version = v.version, updated_at = now()
         FROM (SELECT i.stream_number, max(i.stream_version) AS version FROM inserted i GROUP BY i.stream_number) v
@@ -310,8 +355,8 @@ BEGIN
            mine.position IS NULL,
            coalesce(f.stored_stream, CASE WHEN mine.position IS NOT NULL THEN f.stream END, first_stream.stream_id)
     FROM flat f
-    LEFT JOIN inserted mine ON f.stored_position IS NULL AND f.first_of_key AND mine.event_id = f.id
-    LEFT JOIN inserted first_copy ON f.stored_position IS NULL AND NOT f.first_of_key AND first_copy.idempotency_key = f.key
+    LEFT JOIN inserted mine ON f.stored_position IS NULL AND f.first_of_key AND mine.event_id = coalesce(f.key, f.id)
+    LEFT JOIN inserted first_copy ON f.stored_position IS NULL AND NOT f.first_of_key AND first_copy.event_id = f.key
     -- The first copy may be in another stream of this batch.
     LEFT JOIN unnest(ids, numbers) AS first_stream(stream_id, number) ON first_stream.number = first_copy.stream_number
     ORDER BY f.si, f.ei;

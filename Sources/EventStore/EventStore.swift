@@ -139,9 +139,15 @@ public struct EventStore: Sendable {
             if let expected = append.expected.number { out += String(expected) } else { out += "null" }
             out += ",\"events\":["
             for (eventIndex, event) in append.events.enumerated() {
-                out += eventIndex > 0 ? ",{\"id\":\"" : "{\"id\":\""
-                out += event.id.uuidString.lowercased()
-                out += "\",\"type\":"
+                out += eventIndex > 0 ? ",{" : "{"
+                // An event with a key takes its digest for id (sql/0044).
+                if let key = event.idempotencyKey {
+                    let digest = Self.storedKey(key)
+                    out += "\"key\":\""; out += digest; out += "\",\"id\":\""; out += digest; out += "\""
+                } else {
+                    out += "\"key\":null,\"id\":\""; out += event.id.uuidString.lowercased(); out += "\""
+                }
+                out += ",\"type\":"
                 JSONText.appendString(event.type, to: &out)
                 out += ",\"schemaVersion\":"
                 out += String(event.schemaVersion)
@@ -149,8 +155,6 @@ public struct EventStore: Sendable {
                 out += String(decoding: event.data, as: UTF8.self)
                 out += ",\"metadata\":"
                 JSONText.appendMetadata(event.metadata, to: &out)
-                out += ",\"key\":"
-                if let key = event.idempotencyKey { out += "\""; out += Self.storedKey(key); out += "\"" } else { out += "null" }
                 if let key = event.lookupKey { out += ",\"lk\":"; JSONText.appendString(key, to: &out) }
                 if let group = event.lookupGroup { out += ",\"lg\":"; JSONText.appendString(group, to: &out) }
                 out += "}"
@@ -167,7 +171,7 @@ public struct EventStore: Sendable {
     /// stream by number (sql/0039), and the stream's id is its row's.
     static let columns = """
         e.position, s.stream_id, e.stream_version, e.event_id, e.type, e.schema_version, e.data, e.metadata,
-        e.idempotency_key::text, e.transaction_id, e.recorded_at
+        e.transaction_id, e.recorded_at
         """
 
     /// Events with their streams, `e` the event and `s` its stream: an
@@ -229,7 +233,7 @@ public struct EventStore: Sendable {
     /// The event stored under an idempotency key, if any.
     public func event(withIdempotencyKey key: String) async throws -> RecordedEvent? {
         let rows = try await pool.query("""
-            SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.eventsWithStreams) WHERE e.idempotency_key = \(Self.storedKey(key))::uuid
+            SELECT \(unsafeRaw: Self.columns) FROM \(unsafeRaw: Self.eventsWithStreams) WHERE e.event_id = \(Self.storedKey(key))::uuid
             """)
         return try rows.first.map(Self.decode)
     }
@@ -258,9 +262,8 @@ public struct EventStore: Sendable {
             schemaVersion: try row.decode(Int.self, at: 5),
             data: Data(try row.decode(String.self, at: 6).utf8),
             metadata: metadata,
-            idempotencyKey: try row.decode(String?.self, at: 8),
-            transactionID: UInt64(try row.decode(String.self, at: 9)) ?? 0,
-            recordedAt: try row.decode(Date.self, at: 10))
+            transactionID: UInt64(try row.decode(String.self, at: 8)) ?? 0,
+            recordedAt: try row.decode(Date.self, at: 9))
     }
 }
 

@@ -3,13 +3,15 @@ import Postgres
 
 /// An event to append. `data` and `metadata` are JSON objects.
 public struct NewEvent: Sendable {
+    /// The id of an event without an idempotency key. An event with one
+    /// takes the key's digest for its id (`EventStore.storedKey`, sql/0044).
     public var id: UUID
     public var type: String
     public var schemaVersion: Int
     public var data: Data
     public var metadata: EventMetadata
     /// Events with the same key are stored once, across all streams. Any
-    /// text; the log keeps its MD5 (16 bytes, sql/0044).
+    /// text; the log keeps its MD5 as the event's id (sql/0044).
     public var idempotencyKey: String?
     /// Two keys the log indexes (`events.lookup_key`, `lookup_group`,
     /// sql/0044) for finding events by something their data holds; nil for
@@ -77,14 +79,13 @@ public struct RecordedEvent: Sendable, Equatable {
     public var position: Int64
     public var streamID: String
     public var streamVersion: Int64
+    /// Its idempotency key's digest (`EventStore.storedKey`) when it was
+    /// appended with one.
     public var eventID: UUID
     public var type: String
     public var schemaVersion: Int
     public var data: Data
     public var metadata: EventMetadata
-    /// The stored digest of the idempotency key (the MD5 of its text as a
-    /// UUID's text, sql/0044), not the key given.
-    public var idempotencyKey: String?
     public var transactionID: UInt64
     public var recordedAt: Date
 

@@ -71,7 +71,7 @@ struct StorageBench {
             JOIN pg_namespace n ON n.oid = t.relnamespace
             WHERE n.nspname = current_schema() ORDER BY pg_relation_size(i.oid) DESC
             """).map { (name: try $0.decode(String.self, at: 0), bytes: try $0.decode(Int64.self, at: 1)) }
-        let names = ["stream_number", "event_id", "type", "data", "metadata", "idempotency_key", "transaction_id", "recorded_at",
+        let names = ["stream_number", "transaction_id", "recorded_at", "event_id", "schema_version", "type", "data", "metadata",
                      "lookup_key", "lookup_group"]
         let averages = try await pool.query("""
             SELECT \(unsafeRaw: names.map { "avg(pg_column_size(\($0)))::float8" }.joined(separator: ", ")),

@@ -28,6 +28,24 @@ struct AppendTests {
         #expect(try await store.readStream("s", after: 2).count == 1)
     }
 
+    /// An event appended with an idempotency key takes the key's digest for
+    /// its id; one without keeps the id its writer gave (sql/0044).
+    @Test(arguments: BatchAppend.both)
+    func anEventsIDIsItsKeysDigestOrTheOneGiven(_ mode: BatchAppend) async throws {
+        let (store, _) = try await makeStore(batchAppend: mode)
+        let unkeyed = (0..<3).map { event(value: $0) }
+        let keyed = (0..<3).map { event(value: 10 + $0, key: "fact-\($0)") }
+        _ = try await store.append([StreamAppend(streamID: "mixed", events: [unkeyed[0], keyed[0], unkeyed[1], keyed[1]]),
+                                    StreamAppend(streamID: "other", events: [keyed[2], unkeyed[2]])])
+        let read = try await store.readStream("mixed") + store.readStream("other")
+        let expected = [unkeyed[0].id, UUID(uuidString: EventStore.storedKey("fact-0")), unkeyed[1].id,
+                        UUID(uuidString: EventStore.storedKey("fact-1")), UUID(uuidString: EventStore.storedKey("fact-2")), unkeyed[2].id]
+        #expect(read.map(\.eventID) == expected)
+        #expect(try await store.event(withIdempotencyKey: "fact-1")?.position == read[3].position)
+        // Nothing but the key makes the id: a keyed event's own id is not stored.
+        #expect(!read.map(\.eventID).contains(keyed[0].id))
+    }
+
     /// The log keeps a key as the MD5 of its text (sql/0044): the digest the
     /// store computes is PostgreSQL's `md5(key)::uuid`, which the migration
     /// used for the keys stored before, for keys of any length and script.
@@ -160,7 +178,7 @@ struct AppendTests {
         let positions = Set(results.map { $0.outcomes[0].position })
         #expect(positions.count == 1)
         #expect(results.filter { !$0.outcomes[0].isDuplicate }.count == 1)
-        let stored = try await store.pool.query("SELECT count(*) FROM events WHERE idempotency_key = md5(\("the-fact"))::uuid")
+        let stored = try await store.pool.query("SELECT count(*) FROM events WHERE event_id = md5(\("the-fact"))::uuid")
         #expect(try stored.first?.decode(Int.self, at: 0) == 1)
         let total = try await store.pool.query("SELECT count(*) FROM events")
         #expect(try total.first?.decode(Int.self, at: 0) == 1)
@@ -180,9 +198,9 @@ struct AppendTests {
         #expect(!first.isDuplicate && first.storedStreamID == "first")
         #expect(copy == AppendOutcome(position: first.position, streamVersion: 1, isDuplicate: true, storedStreamID: "first"))
         #expect(!own.isDuplicate && own.storedStreamID == "second" && own.streamVersion == 1)
-        // The log keeps the key's MD5 (sql/0044).
-        let digest = try await store.pool.query("SELECT md5(\("own"))::uuid::text").first!.decode(String.self, at: 0)
-        #expect(try await store.readStream("second").map(\.idempotencyKey) == [digest])
+        // The log keeps the key's MD5, as the event's id (sql/0044).
+        let digest = try await store.pool.query("SELECT md5(\("own"))::uuid").first!.decode(UUID.self, at: 0)
+        #expect(try await store.readStream("second").map(\.eventID) == [digest])
     }
 
     @Test(arguments: BatchAppend.both)

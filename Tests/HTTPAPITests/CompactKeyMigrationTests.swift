@@ -11,9 +11,9 @@ import Testing
 
 /// sql/0035 cut the idempotency keys stored before it (the stream's
 /// pseudonym, a separator, the whole 43-digit digest) to the digest's first
-/// 22 digits, and sql/0044 keeps each key as the MD5 of that text: a fact
-/// retried after both is still a duplicate, for every kind of fact, and
-/// every key has the form the service stores now.
+/// 22 digits, and sql/0044 keeps each key as the MD5 of that text, for its
+/// event's id: a fact retried after both is still a duplicate, for every
+/// kind of fact, and every key has the form the service stores now.
 @Suite struct CompactKeyMigrationTests {
     @Test func keysStoredBeforeAreCutAndRetriedFactsStayDuplicates() async throws {
         try await withApp { client, dependencies in
@@ -28,13 +28,13 @@ import Testing
                     facts.append((subscriber, fact))
                 }
             }
-            let stored = try await Self.keys(dependencies)
-            #expect(stored.count == facts.count && stored.allSatisfy { UUID(uuidString: $0) != nil })
-            // Back to text, as the column was before sql/0044.
-            try await dependencies.pool.query("ALTER TABLE events ALTER COLUMN idempotency_key TYPE text USING NULL")
+            let stored = try await Self.ids(dependencies)
+            // Back to a column of text, as before sql/0044.
+            try await dependencies.pool.query("ALTER TABLE events ADD COLUMN idempotency_key text")
 
             // As stored before sql/0035: the pseudonym, a separator, the whole digest.
             var expected: [String] = []
+            var keyedIDs: [String] = []
             try await dependencies.pool.withTransaction { connection in
                 for row in try await connection.query("SELECT subscriber_id FROM subscriber_keys") {
                     let subscriber = try row.decode(String.self, at: 0)
@@ -44,6 +44,7 @@ import Testing
                         let decoded = try LedgerEvent.decodeFast(type: event.type, schemaVersion: event.schemaVersion, data: event.data)
                         guard let ledgerKey = try key.openingPersonalFields(of: decoded, pseudonym: pseudonym).idempotencyKey else { continue }
                         expected.append(SubscriberStreams.storeKey(key: key, ledgerKey: ledgerKey))
+                        keyedIDs.append(event.eventID.uuidString.lowercased())
                         try await connection.query("""
                             UPDATE events SET idempotency_key = \(pseudonym + "\u{1F}" + key.digest(ofLedgerKey: ledgerKey))
                             WHERE position = \(event.position)
@@ -51,25 +52,35 @@ import Testing
                     }
                 }
             }
+            #expect(keyedIDs.count == facts.count)
             let digests = try await dependencies.pool.query(
                 "SELECT md5(k)::uuid::text FROM jsonb_array_elements_text(\(JSONArgument.strings(expected))::jsonb) k")
                 .map { try $0.decode(String.self, at: 0) }
-            #expect(digests.count == stored.count && Set(digests) == Set(stored), "the service computes the keys it stored")
+            #expect(digests == keyedIDs, "the service computes the keys it stored, as the events' ids")
             #expect(try await Self.keys(dependencies).allSatisfy { $0.count == 79 && !Set(stored).contains($0) })
 
             let migration = try #require(try Migrator.load(from: try SQLDirectory.locate()).first { $0.version == 35 })
             try await dependencies.pool.withConnection { try await $0.execute(unsafeSQL: migration.sql) }
             #expect(Set(try await Self.keys(dependencies)) == Set(expected), "every key is cut to the digest's first 22 digits")
-            // As sql/0044 converts them.
-            try await dependencies.pool.query("ALTER TABLE events ALTER COLUMN idempotency_key TYPE uuid USING md5(idempotency_key)::uuid")
-            #expect(try await Self.keys(dependencies) == stored, "every key has the form the service stores")
+            // As sql/0044 converts them: each key's digest becomes its event's id.
+            try await dependencies.pool.query("""
+                UPDATE events SET event_id = coalesce(md5(idempotency_key)::uuid, event_id);
+                """)
+            try await dependencies.pool.query("ALTER TABLE events DROP COLUMN idempotency_key")
+            #expect(try await Self.ids(dependencies) == stored, "every key has the form the service stores")
             dependencies.ledgers.forget(subscribers)
             for (subscriber, fact) in facts {
                 let retried = try await client.post("/v1/subscribers/\(subscriber)/events", fact)
                 #expect(retried.status == .ok && retried.json["duplicate"]?.bool == true, "\(retried.text)")
             }
-            #expect(try await Self.keys(dependencies) == stored)
+            #expect(try await Self.ids(dependencies) == stored)
         }
+    }
+
+    /// The ids of every event, in order.
+    static func ids(_ dependencies: AppDependencies) async throws -> [String] {
+        try await dependencies.pool.query("SELECT event_id::text FROM events ORDER BY position")
+            .map { try $0.decode(String.self, at: 0) }
     }
 
     static func keys(_ dependencies: AppDependencies) async throws -> [String] {

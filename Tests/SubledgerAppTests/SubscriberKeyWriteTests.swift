@@ -70,7 +70,7 @@ import Testing
             #expect(devices == Set((0..<4).map { "device-\($0)-\(id)" }), "round \(round)")
             // Stored: the stream, the payloads and the idempotency keys name neither.
             let stored = try await dependencies.pool.query("""
-                SELECT s.stream_id || ' ' || e.data::text || ' ' || coalesce(e.idempotency_key::text, '')
+                SELECT s.stream_id || ' ' || e.data::text || ' ' || e.event_id::text
                 FROM events e JOIN streams s ON s.number = e.stream_number
                 WHERE s.stream_id = \(SubscriberStreams.streamID(for: id))
                 """)

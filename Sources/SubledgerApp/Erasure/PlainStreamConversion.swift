@@ -72,7 +72,7 @@ public enum PlainStreamConversion {
             var position: Int64
             var data: String
             var schema_version: Int
-            var idempotency_key: String?
+            var event_id: String?
         }
         var rows: [Row] = []
         let scope = subscriberID + "\u{1F}"
@@ -100,13 +100,13 @@ public enum PlainStreamConversion {
             }
             let ledgerKey = storedKeys[event.position].map { $0.hasPrefix(scope) ? String($0.dropFirst(scope.count)) : $0 }
             rows.append(Row(position: event.position, data: String(decoding: data, as: UTF8.self), schema_version: version,
-                            idempotency_key: ledgerKey.map { EventStore.storedKey(SubscriberStreams.storeKey(key: key, ledgerKey: $0)) }))
+                            event_id: ledgerKey.map { EventStore.storedKey(SubscriberStreams.storeKey(key: key, ledgerKey: $0)) }))
         }
         let values = PostgresJSON(data: try JSONEncoder().encode(rows))
         try await connection.query("""
             UPDATE events AS e SET data = x.data::jsonb, schema_version = x.schema_version,
-                idempotency_key = x.idempotency_key::uuid
-            FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, schema_version integer, idempotency_key text)
+                event_id = coalesce(x.event_id::uuid, e.event_id)
+            FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, schema_version integer, event_id text)
             WHERE e.position = x.position
             """)
         // The events name their stream by number: renaming its row moves them all.
