@@ -198,9 +198,12 @@ public struct EventStore: Sendable {
         return try rows.map(Self.decode)
     }
 
-    /// A stream's current version (0 when it does not exist).
+    /// A stream's current version (0 when it does not exist): its last
+    /// event's (sql/0044).
     public func streamVersion(_ streamID: String) async throws -> Int64 {
-        let rows = try await pool.query("SELECT version FROM streams WHERE stream_id = \(streamID)")
+        let rows = try await pool.query("""
+            SELECT coalesce(max(e.stream_version), 0) FROM \(unsafeRaw: Self.eventsWithStreams) WHERE s.stream_id = \(streamID)
+            """)
         return try rows.first?.decode(Int64.self, at: 0) ?? 0
     }
 

@@ -152,8 +152,7 @@ struct WriteCombiningTests {
             let written = try #require(results["c\(index)"])
             #expect(written.state.purchases.map(\.transactionID) == ["ct\(index)"])
         }
-        let versions = try await dependencies.pool.query("SELECT version FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: "contested"))")
-        #expect(try versions.first?.decode(Int64.self, at: 0) == 2, "both facts stored, neither lost")
+        #expect(try await dependencies.store.streamVersion(SubscriberStreams.streamID(for: "contested")) == 2, "both facts stored, neither lost")
     }
 
     actor Moved {

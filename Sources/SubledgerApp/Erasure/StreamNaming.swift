@@ -44,7 +44,7 @@ public enum StreamNaming {
         let rows = try await connection.query("""
             SELECT s.stream_id FROM streams s
             WHERE s.stream_id IN (SELECT jsonb_array_elements_text(\(JSONArgument.strings(Array(names.keys)))::jsonb))
-              AND s.version > 0
+              AND EXISTS (SELECT 1 FROM events e WHERE e.stream_number = s.number)
               AND \(unsafeRaw: hasNoKey)
             """)
         return Set(try rows.compactMap { names[try $0.decode(String.self, at: 0)] })

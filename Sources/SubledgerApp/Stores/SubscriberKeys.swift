@@ -1,4 +1,5 @@
 import Foundation
+import EventStore
 import Postgres
 import Synchronization
 
@@ -114,15 +115,21 @@ public enum SubscriberKeys {
     /// UPDATE` by the erasure: a write that read the stream before waits,
     /// then fails its expected version.
     static func lockStreamVersion(streamID: String, on connection: Connection) async throws -> Int64 {
-        try await connection.query("SELECT version FROM streams WHERE stream_id = \(streamID) FOR UPDATE")
+        guard let number = try await connection.query("SELECT number FROM streams WHERE stream_id = \(streamID) FOR UPDATE")
+            .first?.decode(Int64.self, at: 0) else { return 0 }
+        // Its last event's version, in a statement after the lock: its
+        // snapshot holds what a write it waited for committed.
+        return try await connection.query("SELECT coalesce(max(stream_version), 0) FROM events WHERE stream_number = \(number)")
             .first?.decode(Int64.self, at: 0) ?? 0
     }
 
     /// The version of the subscriber's stream (0: none), unlocked: with no
     /// key, more than 0 means the subscriber was erased.
     static func streamVersion(of subscriberID: String, on connection: Connection) async throws -> Int64 {
-        try await connection.query("SELECT version FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID))")
-            .first?.decode(Int64.self, at: 0) ?? 0
+        try await connection.query("""
+            SELECT coalesce(max(e.stream_version), 0) FROM \(unsafeRaw: EventStore.eventsWithStreams)
+            WHERE s.stream_id = \(SubscriberStreams.streamID(for: subscriberID))
+            """).first?.decode(Int64.self, at: 0) ?? 0
     }
 
     /// Deletes the subscriber's key on `connection` (the erasure's

@@ -135,7 +135,10 @@ enum SubscriberSnapshots {
             FROM wanted w
             LEFT JOIN LATERAL (SELECT keys.key FROM subscriber_keys keys
                                WHERE keys.pseudonym = w.pseudonym OFFSET 0) k ON true
-            LEFT JOIN LATERAL (SELECT streams.number, streams.version FROM streams
+            LEFT JOIN LATERAL (SELECT streams.number,
+                                      coalesce((SELECT max(v.stream_version) FROM events v WHERE v.stream_number = streams.number), 0)
+                                          AS version
+                               FROM streams
                                WHERE streams.stream_id = \(SubscriberStreams.prefix) || w.pseudonym
                                OFFSET 0) st ON true
             LEFT JOIN LATERAL (SELECT cache.state FROM subscriber_state_cache cache
