@@ -187,6 +187,19 @@ CLUSTER streams USING streams_pkey;
 -- (`lk`, `lg`; absent: '') and take each idempotency key as its digest's
 -- text, which is the event's id when given (the writer sends it as `id` too),
 -- and read each stream's version from its events. Otherwise unchanged.
+-- A stream's version is read after its lock in a statement of its own,
+-- which under READ COMMITTED sees what a writer waited for committed; under
+-- REPEATABLE READ or SERIALIZABLE it would not, and the append would fail
+-- on the version's unique index. Refused with an error that says why.
+CREATE FUNCTION append_events_isolation_holds() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'appends need the READ COMMITTED isolation level, not %', current_setting('transaction_isolation')
+            USING ERRCODE = '0A000';
+    END IF;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION append_events(batch jsonb)
 RETURNS TABLE (r_stream_index integer, r_event_index integer, r_position bigint,
                r_stream_version bigint, r_duplicate boolean, r_stored_stream text)
@@ -207,6 +220,7 @@ DECLARE
     found_version  bigint;
     found_stream   text;
 BEGIN
+    PERFORM append_events_isolation_holds();
     FOR stream_entry, stream_index IN
         SELECT value, (ordinality - 1)::integer FROM jsonb_array_elements(batch) WITH ORDINALITY
     LOOP
@@ -314,6 +328,7 @@ BEGIN
         RAISE EXCEPTION 'append_events_set: a stream is named twice' USING ERRCODE = '22023';
     END IF;
 
+    PERFORM append_events_isolation_holds();
     INSERT INTO streams (stream_id) SELECT i FROM unnest(ids) AS i ORDER BY i ON CONFLICT DO NOTHING;
     -- Writers to one stream queue here.
     -- Index probes by array, never a scan: the streams table grows with the ledger.

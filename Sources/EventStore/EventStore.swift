@@ -202,7 +202,8 @@ public struct EventStore: Sendable {
     /// event's (sql/0044).
     public func streamVersion(_ streamID: String) async throws -> Int64 {
         let rows = try await pool.query("""
-            SELECT coalesce(max(e.stream_version), 0) FROM \(unsafeRaw: Self.eventsWithStreams) WHERE s.stream_id = \(streamID)
+            SELECT coalesce(max(stream_version), 0) FROM events
+            WHERE stream_number = (SELECT number FROM streams WHERE stream_id = \(streamID))
             """)
         return try rows.first?.decode(Int64.self, at: 0) ?? 0
     }

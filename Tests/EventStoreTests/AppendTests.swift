@@ -28,6 +28,32 @@ struct AppendTests {
         #expect(try await store.readStream("s", after: 2).count == 1)
     }
 
+    /// A stream's version is its last event's, read after the stream's lock
+    /// (sql/0044), which only READ COMMITTED makes current: an append in a
+    /// transaction of another level is refused and stores nothing.
+    @Test(arguments: BatchAppend.both)
+    func anAppendOutsideReadCommittedIsRefused(_ mode: BatchAppend) async throws {
+        let (store, _) = try await makeStore(batchAppend: mode)
+        _ = try await store.append(to: "s", events: [event(value: 1)])
+        for level in [Connection.IsolationLevel.repeatableRead, .serializable] {
+            let error = await #expect(throws: PostgresError.self) {
+                try await store.pool.withConnection { connection in
+                    try await connection.withTransaction(isolation: level) { connection in
+                        _ = try await store.append([StreamAppend(streamID: "s", events: [event(value: 2)])], on: connection)
+                    }
+                }
+            }
+            #expect(error?.sqlState == SQLState("0A000") && error?.message.contains("READ COMMITTED") == true, "\(String(describing: error))")
+        }
+        #expect(try await store.readStream("s").map(\.streamVersion) == [1])
+        _ = try await store.pool.withConnection { connection in
+            try await connection.withTransaction(isolation: .readCommitted) { connection in
+                try await store.append([StreamAppend(streamID: "s", events: [event(value: 3)])], on: connection)
+            }
+        }
+        #expect(try await store.streamVersion("s") == 2)
+    }
+
     /// An event appended with an idempotency key takes the key's digest for
     /// its id; one without keeps the id its writer gave (sql/0044).
     @Test(arguments: BatchAppend.both)

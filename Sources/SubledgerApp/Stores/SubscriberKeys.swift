@@ -1,5 +1,4 @@
 import Foundation
-import EventStore
 import Postgres
 import Synchronization
 
@@ -127,8 +126,8 @@ public enum SubscriberKeys {
     /// key, more than 0 means the subscriber was erased.
     static func streamVersion(of subscriberID: String, on connection: Connection) async throws -> Int64 {
         try await connection.query("""
-            SELECT coalesce(max(e.stream_version), 0) FROM \(unsafeRaw: EventStore.eventsWithStreams)
-            WHERE s.stream_id = \(SubscriberStreams.streamID(for: subscriberID))
+            SELECT coalesce(max(stream_version), 0) FROM events
+            WHERE stream_number = (SELECT number FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID)))
             """).first?.decode(Int64.self, at: 0) ?? 0
     }
 
