@@ -7,9 +7,10 @@ import Glibc
 /// Time-ordered (version 7) event ids: the Unix time in milliseconds, then
 /// 74 bits from the system's random source, drawn a block at a time.
 ///
-/// No index holds them since sql/0037 (no statement looked an event up by
-/// id). While one did, they were chosen ordered by time for it:
-/// a new id landed at the right edge of the `events`
+/// The ids of events without an idempotency key (an event with one takes
+/// the key's digest, sql/0044). `event_id` is unique again since sql/0044
+/// (no index held it from sql/0037 to 0044), and they are ordered by time
+/// for that index: a new id lands at the right edge of the `events`
 /// table's unique index on `event_id`, on pages already in memory, instead
 /// of on a random leaf of it (version 4), which after each checkpoint also
 /// costs a full-page image in the WAL. On a table of 3 million rows,
