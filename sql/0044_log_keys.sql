@@ -229,7 +229,6 @@ BEGIN
             RAISE EXCEPTION 'append_events: stream % has no id', stream_index USING ERRCODE = '22023';
         END IF;
 
-        current_version := NULL;
         target_number := NULL;
         IF stream_entry->'expected' = '0'::jsonb THEN
             INSERT INTO streams (stream_id) VALUES (target) ON CONFLICT DO NOTHING RETURNING number INTO target_number;

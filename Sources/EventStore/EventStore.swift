@@ -201,11 +201,17 @@ public struct EventStore: Sendable {
     /// A stream's current version (0 when it does not exist): its last
     /// event's (sql/0044).
     public func streamVersion(_ streamID: String) async throws -> Int64 {
-        let rows = try await pool.query("""
+        try await pool.withConnection { try await Self.streamVersion(streamID, on: $0) }
+    }
+
+    /// The same on a connection the caller holds. (The stream's number
+    /// first: PostgreSQL answers `max` from the index's end only for one
+    /// table, not over a join.)
+    public static func streamVersion(_ streamID: String, on connection: Connection) async throws -> Int64 {
+        try await connection.query("""
             SELECT coalesce(max(stream_version), 0) FROM events
             WHERE stream_number = (SELECT number FROM streams WHERE stream_id = \(streamID))
-            """)
-        return try rows.first?.decode(Int64.self, at: 0) ?? 0
+            """).first?.decode(Int64.self, at: 0) ?? 0
     }
 
     /// Events committed after `checkpoint`, in commit-safe order, at most `limit`.

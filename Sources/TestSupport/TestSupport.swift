@@ -13,6 +13,17 @@ public enum TestDatabase {
         try await registry.makeDatabase()
     }
 
+    /// A new database with only the migrations before `version` applied,
+    /// as an earlier build left it: for tests of the migrations after it.
+    public static func make(migratedBefore version: Int) async throws -> String {
+        let conninfo = try await make()
+        let connection = try await Connection.connect(to: conninfo)
+        defer { connection.close() }
+        try await connection.execute(unsafeSQL: "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+        _ = try await Migrator(migrations: try migrations().filter { $0.version < version }).migrate(conninfo: conninfo)
+        return conninfo
+    }
+
     /// The repository's `sql/` folder.
     public static var sqlDirectory: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

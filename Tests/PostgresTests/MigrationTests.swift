@@ -62,12 +62,10 @@ struct MigrationTests {
 @Suite("Ownership per environment migration")
 struct OwnershipMigrationTests {
     @Test func sandboxRowsMoveToSandboxKeys() async throws {
-        let conninfo = try await TestDatabase.make()
+        let conninfo = try await TestDatabase.make(migratedBefore: 19)
         let connection = try await Connection.connect(to: conninfo)
         defer { connection.close() }
-        try await connection.execute(unsafeSQL: "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
         let all = try TestDatabase.migrations()
-        _ = try await Migrator(migrations: all.filter { $0.version < 19 }).migrate(conninfo: conninfo)
         try await connection.execute(unsafeSQL: """
             INSERT INTO events (stream_id, stream_version, event_id, type, data) VALUES
               ('subscriber-prod', 1, gen_random_uuid(), 'purchased',

@@ -1,4 +1,5 @@
 import Foundation
+import EventStore
 import Postgres
 import Synchronization
 
@@ -125,10 +126,7 @@ public enum SubscriberKeys {
     /// The version of the subscriber's stream (0: none), unlocked: with no
     /// key, more than 0 means the subscriber was erased.
     static func streamVersion(of subscriberID: String, on connection: Connection) async throws -> Int64 {
-        try await connection.query("""
-            SELECT coalesce(max(stream_version), 0) FROM events
-            WHERE stream_number = (SELECT number FROM streams WHERE stream_id = \(SubscriberStreams.streamID(for: subscriberID)))
-            """).first?.decode(Int64.self, at: 0) ?? 0
+        try await EventStore.streamVersion(SubscriberStreams.streamID(for: subscriberID), on: connection)
     }
 
     /// Deletes the subscriber's key on `connection` (the erasure's
