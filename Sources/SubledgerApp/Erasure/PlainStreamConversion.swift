@@ -107,7 +107,7 @@ public enum PlainStreamConversion {
             UPDATE events AS e SET data = x.data::jsonb, schema_version = x.schema_version,
                 event_id = coalesce(x.event_id::uuid, e.event_id)
             FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, schema_version integer, event_id text)
-            WHERE e.position = x.position
+            WHERE e.stream_number = (SELECT number FROM streams WHERE stream_id = \(streamID)) AND e.position = x.position
             """)
         // The events name their stream by number: renaming its row moves them all.
         try await connection.query("UPDATE streams SET stream_id = \(converted) WHERE stream_id = \(streamID)")

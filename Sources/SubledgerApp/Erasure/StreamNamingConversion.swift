@@ -152,7 +152,7 @@ public enum StreamNamingConversion {
         try await connection.query("""
             UPDATE events AS e SET data = x.data::jsonb, schema_version = x.schema_version
             FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, schema_version integer)
-            WHERE e.position = x.position
+            WHERE e.stream_number = (SELECT number FROM streams WHERE stream_id = \(oldStream)) AND e.position = x.position
             """)
         // The events name their stream by number: renaming its row moves them all.
         try await connection.query("UPDATE streams SET stream_id = \(newStream) WHERE stream_id = \(oldStream)")
