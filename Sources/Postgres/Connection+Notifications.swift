@@ -22,17 +22,22 @@ extension Connection {
 
     /// Waits for the next notification without polling the server: the thread
     /// sleeps in `poll(2)` on the socket until data arrives or `timeout` passes.
+    /// Data that is not a whole notification (a part of one, a parameter's
+    /// new value) sends it back to sleep for what is left of `timeout`; nil
+    /// means the time passed with no notification.
     public func waitForNotification(timeout: Duration) async throws -> PostgresNotification? {
         try await run { handle throws(PostgresError) in
-            if let notification = Connection.nextNotification(handle) { return notification }
-            let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-            let ready = try Connection.waitReadable(handle, milliseconds: milliseconds)
-            if ready {
+            let deadline = ContinuousClock.now + timeout
+            while true {
+                if let notification = Connection.nextNotification(handle) { return notification }
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { return nil }
+                let milliseconds = Int32(clamping: left.components.seconds * 1000 + (left.components.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+                guard try Connection.waitReadable(handle, milliseconds: milliseconds) else { continue }
                 guard PQconsumeInput(handle) == 1 else {
                     throw PostgresError(code: .connectionLost, message: Connection.errorMessage(handle))
                 }
             }
-            return Connection.nextNotification(handle)
         }
     }
 
