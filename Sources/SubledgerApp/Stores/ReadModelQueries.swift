@@ -208,9 +208,9 @@ public struct ReadModelQueries: Sendable {
                          AND (ends_at IS NULL OR \(at)::timestamptz < ends_at))
             SELECT 'entitlement', entitlement, '', count(DISTINCT subscriber_id) FROM e GROUP BY entitlement
             UNION ALL
-            SELECT 'product', product_id, type, count(DISTINCT subscriber_id) FROM p GROUP BY product_id, type
+            SELECT 'product', product_id, type::text, count(DISTINCT subscriber_id) FROM p GROUP BY product_id, type
             UNION ALL
-            SELECT 'type', type, '', count(DISTINCT subscriber_id) FROM p GROUP BY type
+            SELECT 'type', type::text, '', count(DISTINCT subscriber_id) FROM p GROUP BY type
             UNION ALL
             SELECT 'all', '', '', count(DISTINCT subscriber_id) FROM p
             ORDER BY 1, 2, 3

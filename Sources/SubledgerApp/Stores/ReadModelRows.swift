@@ -120,7 +120,7 @@ enum ReadModelRows {
         return tables.map { table -> PostgresQuery in
             """
             DELETE FROM \(unsafeRaw: target.name(table))
-            WHERE environment IN (SELECT jsonb_array_elements_text(\(environments)::jsonb))
+            WHERE environment IN (SELECT jsonb_array_elements_text(\(environments)::jsonb)::subledger_environment)
               AND subscriber_id IN (SELECT jsonb_array_elements_text(\(subscribers)::jsonb))
             """
         }
@@ -139,10 +139,10 @@ enum ReadModelRows {
                        x.latest_transaction_id, x.starts_at, x.expires_at, x.grace_ends_at, x.revoked_at, x.auto_renew,
                        ARRAY(SELECT jsonb_array_elements_text(x.entitlements)), x.store, x.held_status
                 FROM jsonb_to_recordset(\(PostgresJSON(data: try encoder.encode(subscriptions)))::jsonb) AS x(
-                    environment text, subscriber_id text, "group" text, series text, product_id text, type text,
-                    original_transaction_id text, latest_transaction_id text, starts_at timestamptz, expires_at timestamptz,
-                    grace_ends_at timestamptz, revoked_at timestamptz, auto_renew boolean, entitlements jsonb, store text,
-                    held_status text)
+                    environment subledger_environment, subscriber_id text, "group" text, series text, product_id text,
+                    type subledger_product_type, original_transaction_id text, latest_transaction_id text, starts_at timestamptz,
+                    expires_at timestamptz, grace_ends_at timestamptz, revoked_at timestamptz, auto_renew boolean,
+                    entitlements jsonb, store subledger_store, held_status text)
                 """)
         }
         let periods = models.flatMap { model in model.periods.map { PeriodRow(model.subscriberID, $0) } }
@@ -153,7 +153,7 @@ enum ReadModelRows {
                 SELECT x.environment, x.subscriber_id, x.transaction_id, x."group", x.product_id, x.original_transaction_id,
                        x.starts_at, x.ends_at
                 FROM jsonb_to_recordset(\(PostgresJSON(data: try encoder.encode(periods)))::jsonb) AS x(
-                    environment text, subscriber_id text, transaction_id text, "group" text, product_id text,
+                    environment subledger_environment, subscriber_id text, transaction_id text, "group" text, product_id text,
                     original_transaction_id text, starts_at timestamptz, ends_at timestamptz)
                 """)
         }
@@ -163,8 +163,8 @@ enum ReadModelRows {
                 INSERT INTO \(unsafeRaw: target.name("entitlements")) (environment, subscriber_id, entitlement, starts_at, ends_at, product_id, source_transaction_id)
                 SELECT x.environment, x.subscriber_id, x.entitlement, x.starts_at, x.ends_at, x.product_id, x.source_transaction_id
                 FROM jsonb_to_recordset(\(PostgresJSON(data: try encoder.encode(entitlements)))::jsonb) AS x(
-                    environment text, subscriber_id text, entitlement text, starts_at timestamptz, ends_at timestamptz,
-                    product_id text, source_transaction_id text)
+                    environment subledger_environment, subscriber_id text, entitlement text, starts_at timestamptz,
+                    ends_at timestamptz, product_id text, source_transaction_id text)
                 """)
         }
         let products = models.flatMap { model in model.products.map { ProductRow(model.subscriberID, $0) } }
@@ -175,8 +175,8 @@ enum ReadModelRows {
                 SELECT x.environment, x.subscriber_id, x.product_id, x.starts_at, x.ends_at, x.type, x."group",
                        x.source_transaction_id
                 FROM jsonb_to_recordset(\(PostgresJSON(data: try encoder.encode(products)))::jsonb) AS x(
-                    environment text, subscriber_id text, product_id text, starts_at timestamptz, ends_at timestamptz,
-                    type text, "group" text, source_transaction_id text)
+                    environment subledger_environment, subscriber_id text, product_id text, starts_at timestamptz,
+                    ends_at timestamptz, type subledger_product_type, "group" text, source_transaction_id text)
                 """)
         }
         return statements
