@@ -98,6 +98,45 @@ struct ReadModelProjectionTests {
         #expect(try await dependencies.pool.query("SELECT count(DISTINCT subscriber_id) FROM entitlements").first?.decode(Int.self, at: 0) == 150)
     }
 
+    /// The read models' environment, type and store are enums (sql/0046):
+    /// they read as the same words, compare with literals and untyped
+    /// parameters, need a cast against `text`, and refuse a word outside
+    /// their vocabulary (docs/api.md).
+    @Test func theVocabulariesReadAsWordsAndRefuseOthers() async throws {
+        let dependencies = try await makeDependencies()
+        defer { Task { await dependencies.pool.close() } }
+        let writer = LedgerWriter(dependencies)
+        let purchase = WriteCommand.fact(.purchase(.init(transactionID: "v1", productID: "com.example.pass.30d",
+                                                         purchaseDate: date("2025-03-01T00:00:00Z"))), subscriberID: "vocabulary")
+        _ = try await writer.write(WriteBatch([purchase], refusals: .skip))
+        try await dependencies.project(SubscriptionProjection(store: dependencies.store, catalog: dependencies.catalog.catalog), batch: 10)
+        let pool = dependencies.pool
+        let words = try await pool.query("""
+            SELECT environment, type, store FROM subscriptions WHERE environment = 'Production' AND subscriber_id = 'vocabulary'
+            """).map { [try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1), try $0.decode(String.self, at: 2)] }
+        #expect(words == [["Production", "non-renewing", "app_store"]])
+        let products = try await pool.query("""
+            SELECT type FROM product_activity WHERE environment = \("Production") AND subscriber_id = 'vocabulary'
+            """).map { try $0.decode(String.self, at: 0) }
+        #expect(products == ["non-renewing"])
+        #expect(try await pool.query("SELECT count(*) FROM entitlements WHERE environment = 'Sandbox'").first?.decode(Int.self, at: 0) == 0)
+        // Against a value typed text, the column is cast.
+        #expect(try await pool.query("""
+            SELECT count(*) FROM entitlements WHERE environment::text = \("Production")::text AND subscriber_id = 'vocabulary'
+            """).first?.decode(Int.self, at: 0) == 1)
+        await #expect(throws: PostgresError.self) {
+            try await pool.query("SELECT count(*) FROM entitlements WHERE environment = \("Production")::text")
+        }
+        // A word outside the vocabulary is refused, and nothing is written.
+        await #expect(throws: PostgresError.self) {
+            try await pool.query("""
+                INSERT INTO entitlements (environment, subscriber_id, entitlement, starts_at, product_id, source_transaction_id)
+                VALUES ('production', 'vocabulary', 'pro', now(), 'p', 't')
+                """)
+        }
+        #expect(try await pool.query("SELECT count(*) FROM entitlements WHERE subscriber_id = 'vocabulary'").first?.decode(Int.self, at: 0) == 1)
+    }
+
     /// The read model of each subscriber, as the tables would hold it.
     func expectedRows(_ subscribers: [String], _ dependencies: AppDependencies) async throws -> [String] {
         let scratch = try await makeDependencies()
