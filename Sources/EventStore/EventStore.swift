@@ -248,15 +248,11 @@ public struct EventStore: Sendable {
         return try rows.first.map(Self.decode)
     }
 
-    /// The highest position drawn (0 when none): at least the highest stored,
-    /// and above every stored event's. Read from the position's sequence,
-    /// not the events, which have no b-tree of positions (sql/0045); a
-    /// rolled-back append's positions count.
-    public func headPosition() async throws -> Int64 {
-        try Self.headPosition(from: try await pool.query(Self.headPositionStatement))
-    }
-
-    /// The statement of `headPosition()`, to pipeline with others.
+    /// The statement of the log's head, to pipeline with others: the highest
+    /// position drawn (0 when none), at least the highest stored and above
+    /// every stored event's. Read from the position's sequence, not the
+    /// events, which have no b-tree of positions (sql/0045); a rolled-back
+    /// append's positions count.
     public static var headPositionStatement: PostgresQuery {
         "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM events_position_seq"
     }

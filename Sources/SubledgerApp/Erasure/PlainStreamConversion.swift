@@ -68,13 +68,7 @@ public enum PlainStreamConversion {
         let pseudonym = SubscriberPseudonyms.pseudonym(for: subscriberID)
         let converted = SubscriberStreams.prefix + pseudonym
         let key = try await SubscriberKeys.key(for: subscriberID, on: connection)
-        struct Row: Encodable {
-            var position: Int64
-            var data: String
-            var schema_version: Int
-            var event_id: String?
-        }
-        var rows: [Row] = []
+        var rows: [EventRewrite] = []
         let scope = subscriberID + "\u{1F}"
         let events = try await EventStore.readStream(streamID, on: connection)
         // The keys as written before erasure existed: the log keeps only
@@ -99,16 +93,10 @@ public enum PlainStreamConversion {
                                                                 pseudonym: pseudonym).stored()
             }
             let ledgerKey = storedKeys[event.position].map { $0.hasPrefix(scope) ? String($0.dropFirst(scope.count)) : $0 }
-            rows.append(Row(position: event.position, data: String(decoding: data, as: UTF8.self), schema_version: version,
-                            event_id: ledgerKey.map { EventStore.storedKey(SubscriberStreams.storeKey(key: key, ledgerKey: $0)) }))
+            rows.append(EventRewrite(position: event.position, data: String(decoding: data, as: UTF8.self), schemaVersion: version,
+                                     eventID: ledgerKey.map { EventStore.storedKey(SubscriberStreams.storeKey(key: key, ledgerKey: $0)) }))
         }
-        let values = PostgresJSON(data: try JSONEncoder().encode(rows))
-        try await connection.query("""
-            UPDATE events AS e SET data = x.data::jsonb, schema_version = x.schema_version,
-                event_id = coalesce(x.event_id::uuid, e.event_id)
-            FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, schema_version integer, event_id text)
-            WHERE e.stream_number = (SELECT number FROM streams WHERE stream_id = \(streamID)) AND e.position = x.position
-            """)
+        try await EventStore.rewrite(rows, inStream: streamID, on: connection)
         // The events name their stream by number: renaming its row moves them all.
         try await connection.query("UPDATE streams SET stream_id = \(converted) WHERE stream_id = \(streamID)")
         try await connection.query("UPDATE consumer_parked_events SET stream_id = \(converted) WHERE stream_id = \(streamID)")

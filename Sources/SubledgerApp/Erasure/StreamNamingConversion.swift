@@ -139,21 +139,11 @@ public enum StreamNamingConversion {
                 renamedParties[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1)
             }
         }
-        struct Row: Encodable {
-            var position: Int64
-            var data: String
-            var schema_version: Int
-        }
         let rows = try opened.map { position, open in
             let stored = try key.sealingPersonalFields(of: open.renamingCounterpart(renamedParties), pseudonym: new).stored()
-            return Row(position: position, data: String(decoding: stored.data, as: UTF8.self), schema_version: stored.schemaVersion)
+            return EventRewrite(position: position, data: String(decoding: stored.data, as: UTF8.self), schemaVersion: stored.schemaVersion)
         }
-        let values = PostgresJSON(data: try JSONEncoder().encode(rows))
-        try await connection.query("""
-            UPDATE events AS e SET data = x.data::jsonb, schema_version = x.schema_version
-            FROM jsonb_to_recordset(\(values)::jsonb) AS x(position bigint, data text, schema_version integer)
-            WHERE e.stream_number = (SELECT number FROM streams WHERE stream_id = \(oldStream)) AND e.position = x.position
-            """)
+        try await EventStore.rewrite(rows, inStream: oldStream, on: connection)
         // The events name their stream by number: renaming its row moves them all.
         try await connection.query("UPDATE streams SET stream_id = \(newStream) WHERE stream_id = \(oldStream)")
         try await connection.query("UPDATE consumer_parked_events SET stream_id = \(newStream) WHERE stream_id = \(oldStream)")
